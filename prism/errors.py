@@ -1,0 +1,53 @@
+"""Every error a user can cause is a `PrismError` whose message names the problem and the fix.
+
+Messages are one line: what is wrong, then what to do about it. The CLI prints them as they are
+(no traceback); `--json` commands print them as `{"error": {"type", "message"}}`.
+"""
+
+from __future__ import annotations
+
+
+class PrismError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class UnsupportedOpError(PrismError):
+    """A traced program uses an operator the IR has no entry for."""
+
+
+class ShapeError(PrismError):
+    """Shapes that do not fit: a mismatch, rank > 4, or a dimension ≤ 0."""
+
+
+class UnknownWorkloadError(PrismError):
+    """A workload name that is not in the registry."""
+
+
+class GraphFormatError(PrismError):
+    """A graph file (ours) that is not valid JSON or not a valid graph document."""
+
+
+class MirageFormatError(GraphFormatError):
+    """A Mirage μGraph file that cannot be read: bad JSON, a missing field, or an unknown op type."""
+
+
+class TraceFormatError(PrismError):
+    """A JSONL trace file with a line that is not a known event."""
+
+
+class DimExprError(PrismError):
+    """A dimension expression that cannot be evaluated (unbound variable, division by zero)."""
+
+
+class SpecError(PrismError):
+    """A graph that is not well-formed; `problems` lists every violation found."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        head = self.problems[0] if self.problems else "graph is not well-formed"
+        more = f" (and {len(self.problems) - 1} more problem(s))" if len(self.problems) > 1 else ""
+        super().__init__(f"graph is not well-formed: {head}{more}")
+
+
+class InputError(PrismError):
+    """Arrays handed to `interpret` (or a kernel) that do not match the graph's inputs."""

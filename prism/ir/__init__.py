@@ -1,0 +1,13 @@
+"""The IR: op table, dimension expressions, kernel and block graphs, spec, interpreter, JSON,
+rendering."""
+
+from prism.ir.dims import Dim, bit, const, dim, evaluate, substitute, var
+from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
+from prism.ir.interpret import interpret
+from prism.ir.ops import OPS, OpDef
+from prism.ir.spec import check, problems, substitute_graph
+
+__all__ = [
+    "OPS", "BlockGraph", "Dim", "KernelGraph", "Map", "Op", "OpDef", "bit", "check", "const",
+    "dim", "evaluate", "interpret", "problems", "substitute", "substitute_graph", "var",
+]

@@ -1,0 +1,273 @@
+"""Kernel graphs, block graphs and their maps: immutable values with structural equality.
+
+A graph is a tuple of `Op`s in topological order plus the shape of every tensor it names. Graph
+inputs and outputs are the `input` and `output` ops, in order (as Mirage's μGraphs have them).
+
+A `customized` op carries a `BlockGraph`: what one thread block runs. Its `input` ops load tiles of
+the custom op's inputs (block input i reads custom-op input i) through an **imap** (a `Map` with one
+row per grid dim) and an **fmap** (a `Map` with one row, the for-loop); its `output` ops store
+post-loop tiles into the custom op's outputs (block output i writes custom-op output i) through an
+**omap**. A map entry is 1 when that parallel dim splits that data dim: a constant 0/1 for a
+concrete map, a 0/1 `bit` variable m[T,d,p] for a symbolic one.
+
+Tile shapes follow from the maps (DESIGN.md §1):
+    input tile dim d  = D_d / (Π_p (1 − m[p,d] + m[p,d]·g_p) · (1 − f_d + f_d·F))
+    output dim d      = tile_d · Π_p (1 − m[p,d] + m[p,d]·g_p)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from prism.errors import ShapeError
+from prism.ir.dims import Dim, DimLike, bit, const, dim, mul
+from prism.ir.ops import op_def
+
+Shape = tuple[Dim, ...]
+MAX_RANK = 4
+MAX_GRID_DIMS = 3
+
+
+@dataclass(frozen=True)
+class Map:
+    """A 0/1 matrix: `rows[p][d]` says whether parallel dim p splits data dim d."""
+
+    rows: tuple[tuple[Dim, ...], ...]
+
+    @classmethod
+    def concrete(cls, dims: Sequence[int | None], rank: int) -> Map:
+        """From Mirage's form: per parallel dim, the data dim it splits, or -1/None for none."""
+        rows = []
+        for d in dims:
+            if d is not None and d >= 0 and d >= rank:
+                raise ShapeError(f"map entry {d} is out of range for a tensor of rank {rank}; "
+                                 "use a data dim in 0..rank-1 or -1")
+            rows.append(tuple(const(1 if d is not None and d >= 0 and d == c else 0)
+                              for c in range(rank)))
+        return cls(tuple(rows))
+
+    @classmethod
+    def symbolic(cls, prefix: str, num_rows: int, rank: int) -> Map:
+        """Every entry a fresh bit variable `{prefix}_d{d}_p{p}`."""
+        return cls(tuple(tuple(bit(f"{prefix}_d{d}_p{p}") for d in range(rank))
+                         for p in range(num_rows)))
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.rows)
+
+    @property
+    def rank(self) -> int:
+        return len(self.rows[0]) if self.rows else 0
+
+    @property
+    def is_concrete(self) -> bool:
+        return all(e.is_const for row in self.rows for e in row)
+
+    def as_dims(self) -> tuple[int, ...]:
+        """Mirage's form (-1 for none); the map must be concrete with at most one 1 per row."""
+        out = []
+        for row in self.rows:
+            ones = [d for d, e in enumerate(row) if e == const(1)]
+            if not self.is_concrete or len(ones) > 1:
+                raise ShapeError(f"map {self} has no single data dim per row; "
+                                 "instantiate it (concrete 0/1 entries, one 1 per row at most)")
+            out.append(ones[0] if ones else -1)
+        return tuple(out)
+
+    def factor(self, d: int, sizes: Sequence[Dim]) -> Dim:
+        """Π_p (1 − m[p,d] + m[p,d]·size_p): how many parts data dim d is split into."""
+        return mul(*[1 - row[d] + row[d] * sizes[p] for p, row in enumerate(self.rows)])
+
+    def __str__(self) -> str:
+        if self.is_concrete:
+            try:
+                return "(" + ", ".join("-" if d < 0 else str(d) for d in self.as_dims()) + ")"
+            except ShapeError:
+                pass
+        return "[" + "; ".join(" ".join(str(e) for e in row) for row in self.rows) + "]"
+
+
+@dataclass(frozen=True)
+class Op:
+    kind: str
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    attrs: tuple[tuple[str, Any], ...] = ()   # sorted (key, value) pairs: hashable
+    block: BlockGraph | None = None
+
+    @staticmethod
+    def make(kind: str, inputs: Iterable[str] = (), outputs: Iterable[str] = (),
+             attrs: Mapping[str, Any] | None = None, block: BlockGraph | None = None) -> Op:
+        return Op(kind, tuple(inputs), tuple(outputs), tuple(sorted((attrs or {}).items())), block)
+
+    @cached_property
+    def attr(self) -> dict[str, Any]:
+        return dict(self.attrs)
+
+
+class _Graph:
+    """What kernel and block graphs share: ops in order and tensor shapes."""
+
+    ops: tuple[Op, ...]
+    tensors: tuple[tuple[str, Shape], ...]
+
+    @cached_property
+    def shapes(self) -> dict[str, Shape]:
+        return dict(self.tensors)
+
+    def shape(self, name: str) -> Shape:
+        return self.shapes[name]
+
+    @cached_property
+    def producers(self) -> dict[str, Op]:
+        return {t: op for op in self.ops for t in op.outputs}
+
+    @cached_property
+    def consumers(self) -> dict[str, list[Op]]:
+        found: dict[str, list[Op]] = {t: [] for t, _ in self.tensors}
+        for op in self.ops:
+            for t in op.inputs:
+                found.setdefault(t, []).append(op)
+        return found
+
+    @property
+    def input_ops(self) -> list[Op]:
+        return [op for op in self.ops if op.kind == "input"]
+
+    @property
+    def output_ops(self) -> list[Op]:
+        return [op for op in self.ops if op.kind == "output"]
+
+    @property
+    def inputs(self) -> list[str]:
+        return [op.outputs[0] for op in self.input_ops]
+
+    @property
+    def outputs(self) -> list[str]:
+        return [op.inputs[0] for op in self.output_ops]
+
+
+@dataclass(frozen=True)
+class BlockGraph(_Graph):
+    """What one thread block of a custom kernel executes."""
+
+    grid: tuple[Dim, ...]
+    forloop_range: Dim
+    ops: tuple[Op, ...]
+    tensors: tuple[tuple[str, Shape], ...]
+    reduction_dimx: int = 64
+    block_threads: int = 128   # fixed, never symbolic (Prism and Mirage alike)
+
+    @cached_property
+    def after_accum(self) -> frozenset[str]:
+        """Tensors computed once per block, after the for-loop: accumulator results and what
+        is computed from them only."""
+        post: set[str] = set()
+        for op in self.ops:
+            if op.kind in ("input", "output"):
+                continue
+            if op_def(op.kind).category == "accum" or (op.inputs and all(
+                    t in post for t in op.inputs)):
+                post.update(op.outputs)
+        return frozenset(post)
+
+    @property
+    def accumulators(self) -> list[Op]:
+        return [op for op in self.ops if op_def(op.kind).category == "accum"]
+
+    def free_vars(self) -> frozenset[str]:
+        names: set[str] = set(self.forloop_range.free_vars())
+        for g in self.grid:
+            names |= g.free_vars()
+        for _, shape in self.tensors:
+            for d in shape:
+                names |= d.free_vars()
+        return frozenset(names)
+
+    def __str__(self) -> str:
+        grid = "×".join(str(g) for g in self.grid)
+        return f"BlockGraph(grid={grid}, forloop={self.forloop_range}, {len(self.ops)} ops)"
+
+
+@dataclass(frozen=True)
+class KernelGraph(_Graph):
+    """A DAG of kernels over device tensors; the unit everything else consumes."""
+
+    ops: tuple[Op, ...]
+    tensors: tuple[tuple[str, Shape], ...]
+    name: str = ""
+
+    @property
+    def custom_ops(self) -> list[Op]:
+        return [op for op in self.ops if op.kind == "customized"]
+
+    @property
+    def num_kernels(self) -> int:
+        return sum(1 for op in self.ops if op.kind not in ("input", "output"))
+
+    def free_vars(self) -> frozenset[str]:
+        names: set[str] = set()
+        for _, shape in self.tensors:
+            for d in shape:
+                names |= d.free_vars()
+        for op in self.custom_ops:
+            assert op.block is not None
+            names |= op.block.free_vars()
+        return frozenset(names)
+
+    def iter_blocks(self) -> Iterator[tuple[Op, BlockGraph]]:
+        for op in self.custom_ops:
+            assert op.block is not None
+            yield op, op.block
+
+    # Conveniences that delegate to the modules owning them (kept lazy: graphviz, json).
+    def to_json(self) -> dict[str, Any]:
+        from prism.ir.serialize import graph_to_json
+        return graph_to_json(self)
+
+    @staticmethod
+    def from_json(doc: Any) -> KernelGraph:
+        from prism.ir.serialize import graph_from_json
+        return graph_from_json(doc)
+
+    def to_dot(self) -> str:
+        from prism.ir.render import to_dot
+        return to_dot(self)
+
+    def _repr_svg_(self) -> str:
+        from prism.ir.render import to_svg
+        return to_svg(self)
+
+    def __str__(self) -> str:
+        kinds = ", ".join(op.kind for op in self.ops if op.kind not in ("input", "output"))
+        return (f"KernelGraph({self.name or 'unnamed'}: inputs {self.inputs}, "
+                f"ops [{kinds}], outputs {self.outputs})")
+
+
+def check_shape(shape: Iterable[DimLike], what: str) -> Shape:
+    """A user-given shape: rank 1..4, every concrete dim ≥ 1."""
+    dims = tuple(dim(d) for d in shape)
+    if not 1 <= len(dims) <= MAX_RANK:
+        raise ShapeError(f"{what} has rank {len(dims)}; tensors have rank 1 to {MAX_RANK} "
+                         "(reshape it into at most 4 dims)")
+    for d in dims:
+        if d.is_const and d.value <= 0:
+            raise ShapeError(f"{what} has dimension {d.value} in shape "
+                             f"{tuple(str(x) for x in dims)}; every dimension must be ≥ 1")
+    return dims
+
+
+def input_tile_shape(data: Shape, imap: Map, fmap: Map, grid: Sequence[Dim],
+                     forloop_range: Dim) -> Shape:
+    """D_d / (Π_p (1 − m[p,d] + m[p,d]·g_p) · (1 − f_d + f_d·F)) for every data dim d."""
+    return tuple(data[d] / (imap.factor(d, grid) * fmap.factor(d, (forloop_range,)))
+                 for d in range(len(data)))
+
+
+def output_data_shape(tile: Shape, omap: Map, grid: Sequence[Dim]) -> Shape:
+    """tile_d · Π_p (1 − m[p,d] + m[p,d]·g_p) for every data dim d."""
+    return tuple(tile[d] * omap.factor(d, grid) for d in range(len(tile)))

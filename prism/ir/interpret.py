@@ -1,0 +1,189 @@
+"""The reference interpreter: float64 semantics of any concrete kernel graph. The project's oracle.
+
+Kernel ops run their op-table reference. A custom kernel runs its block graph with the exact
+semantics of DESIGN.md §1, for every thread block of the grid at once (the blocks are stacked on
+leading axes, one per grid dim) and for each loop iteration in turn:
+
+1. each block input loads, at iteration i, the tile its imap and fmap select: data dim d is cut
+   into parts, outermost first by the grid dims that map to d (x, then y, then z), then by the
+   loop, and the block at grid index (b_x, b_y, b_z) reads part (b_x, b_y, b_z, i) of that
+   nesting; a grid dim that maps to no data dim of the input sees the whole dim (replicated);
+2. the loop body runs on the tiles; each accumulator adds its iteration's contribution;
+3. after the loop, the accumulators finish (mean and rms divide by the row width × loop range) and
+   the post-loop ops run once per block;
+4. each block output is stored by its omap: a grid dim that maps to data dim d concatenates the
+   blocks' tiles along d (same nesting as the inputs); a grid dim that maps to none sums them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from prism.errors import InputError
+from prism.ir.dims import evaluate
+from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
+from prism.ir.ops import OPS
+from prism.ir.spec import check
+
+
+def interpret(graph: KernelGraph, *arrays: Any,
+              assignment: Mapping[str, int] | None = None) -> list[np.ndarray]:
+    """Run `graph` on `arrays` (inputs in the graph's input order) in float64; return its outputs.
+
+    A symbolic graph needs an `assignment` of every variable (grid sizes, loop ranges, map bits).
+    """
+    env = dict(assignment or {})
+    check(graph, env)
+    if len(arrays) != len(graph.inputs):
+        raise InputError(f"graph takes {len(graph.inputs)} inputs ({', '.join(graph.inputs)}), "
+                         f"got {len(arrays)}; pass one array per input, in that order")
+    values: dict[str, np.ndarray] = {}
+    for name, arr in zip(graph.inputs, arrays, strict=True):
+        values[name] = _as_float64(arr, name, _concrete(graph.shape(name), env))
+    for op in graph.ops:
+        if op.kind in ("input", "output"):
+            continue
+        if op.kind == "customized":
+            assert op.block is not None
+            results = run_block_graph(op.block, [values[t] for t in op.inputs], env)
+            values.update(zip(op.outputs, results, strict=True))
+        else:
+            values[op.outputs[0]] = _apply(op, [values[t] for t in op.inputs], 0)
+    return [values[t] for t in graph.outputs]
+
+
+def _as_float64(arr: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    if hasattr(arr, "detach"):  # a torch tensor, without importing torch here
+        arr = arr.detach().cpu().double().numpy()
+    a = np.asarray(arr, dtype=np.float64)
+    if a.shape != shape:
+        raise InputError(f"input {name} has shape {a.shape}, the graph expects {shape}; "
+                         "pass arrays of the graph's input shapes in its input order")
+    return a
+
+
+def _concrete(shape: Sequence[Any], env: Mapping[str, int]) -> tuple[int, ...]:
+    return tuple(evaluate(d, env) for d in shape)
+
+
+def _apply(op: Op, xs: list[np.ndarray], lead: int) -> np.ndarray:
+    ref = OPS[op.kind].reference
+    assert ref is not None, op.kind
+    return ref(xs, op.attr, lead)
+
+
+def _map_rows(m: Map, env: Mapping[str, int]) -> list[int]:
+    """Per row, the data dim it splits, or -1."""
+    out = []
+    for row in m.rows:
+        hits = [d for d, e in enumerate(row) if evaluate(e, env) == 1]
+        out.append(hits[0] if hits else -1)
+    return out
+
+
+def load_tiles(data: np.ndarray, imap: list[int], fmap: int, grid: list[int],
+               forloop_range: int) -> np.ndarray:
+    """All tiles of `data`, shape [*grid', F', *tile]: grid' is g_p where the input is split by
+    grid dim p and 1 where replicated; F' is F if fmap walks a dim, else 1."""
+    rank = data.ndim
+    # Split each data dim d into (parts of each grid dim mapped to d, in grid order; the loop
+    # part if fmap is d; the tile) and remember which axis holds which part.
+    new_shape: list[int] = []
+    grid_axis: dict[int, int] = {}
+    loop_axis = -1
+    tile_axes: list[int] = []
+    for d in range(rank):
+        parts = [p for p, dd in enumerate(imap) if dd == d]
+        size = data.shape[d]
+        for p in parts:
+            grid_axis[p] = len(new_shape)
+            new_shape.append(grid[p])
+            size //= grid[p]
+        if fmap == d:
+            loop_axis = len(new_shape)
+            new_shape.append(forloop_range)
+            size //= forloop_range
+        tile_axes.append(len(new_shape))
+        new_shape.append(size)
+    split = data.reshape(new_shape)
+    # Bring grid parts to the front (size-1 axes where replicated), then the loop, then the tile.
+    for p in range(len(grid)):
+        if p not in grid_axis:
+            split = np.expand_dims(split, axis=split.ndim)
+            grid_axis[p] = split.ndim - 1
+    if loop_axis < 0:
+        split = np.expand_dims(split, axis=split.ndim)
+        loop_axis = split.ndim - 1
+    order = [grid_axis[p] for p in range(len(grid))] + [loop_axis] + tile_axes
+    return split.transpose(order)
+
+
+def store_tiles(tiles: np.ndarray, omap: list[int], grid: list[int]) -> np.ndarray:
+    """Combine per-block tiles [*grid, *tile] into the output: concatenate along the omap'd data
+    dims (grid order = nesting order, outermost first), sum over grid dims mapped to none."""
+    k = len(grid)
+    tiles = np.broadcast_to(tiles, (*grid, *tiles.shape[k:]))
+    rank = tiles.ndim - k
+    summed = tuple(p for p in range(k) if omap[p] < 0)
+    kept = [p for p in range(k) if omap[p] >= 0]
+    if summed:
+        tiles = tiles.sum(axis=summed)
+    # Axes now: kept grid dims (in order), then the tile dims.
+    axis_of = {p: i for i, p in enumerate(kept)}
+    order: list[int] = []
+    out_shape: list[int] = []
+    for d in range(rank):
+        parts = [p for p in kept if omap[p] == d]
+        order += [axis_of[p] for p in parts] + [len(kept) + d]
+        size = tiles.shape[len(kept) + d]
+        for p in parts:
+            size *= grid[p]
+        out_shape.append(size)
+    return np.ascontiguousarray(tiles.transpose(order)).reshape(out_shape)
+
+
+def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
+                    env: Mapping[str, int] | None = None) -> list[np.ndarray]:
+    """Execute one custom kernel: every block of the grid, every loop iteration."""
+    env = env or {}
+    grid = [evaluate(g, env) for g in bg.grid]
+    loops = evaluate(bg.forloop_range, env)
+    k = len(grid)
+    post = bg.after_accum
+    all_tiles = {}
+    for op, data in zip(bg.input_ops, inputs, strict=True):
+        fm = _map_rows(op.attr["fmap"], env)[0]
+        all_tiles[op.outputs[0]] = load_tiles(data, _map_rows(op.attr["imap"], env), fm, grid,
+                                              loops)
+    body = [op for op in bg.ops if op.kind not in ("input", "output")
+            and op.outputs[0] not in post]
+    accums = [op for op in bg.ops if OPS[op.kind].category == "accum"]
+    after = [op for op in bg.ops if op.kind not in ("input", "output") and op not in accums
+             and op.outputs[0] in post]
+    totals: dict[str, np.ndarray] = {}
+    for i in range(loops):
+        vals: dict[str, np.ndarray] = {}
+        for name, tiles in all_tiles.items():
+            # tiles: [*grid', F', *tile]; iteration i reads loop part i (or the only part).
+            vals[name] = np.take(tiles, i if tiles.shape[k] > 1 else 0, axis=k)
+        for op in body:
+            vals[op.outputs[0]] = _apply(op, [vals[t] for t in op.inputs], k)
+        for op in accums:
+            acc = OPS[op.kind].accumulation
+            assert acc is not None
+            part = acc.step(vals[op.inputs[0]], op.attr)
+            name = op.outputs[0]
+            totals[name] = part if name not in totals else totals[name] + part
+    vals = {}
+    for op in accums:
+        acc = OPS[op.kind].accumulation
+        assert acc is not None
+        width = evaluate(bg.shape(op.inputs[0])[-1], env) * loops
+        vals[op.outputs[0]] = acc.finish(totals[op.outputs[0]], width, op.attr)
+    for op in after:
+        vals[op.outputs[0]] = _apply(op, [vals[t] for t in op.inputs], k)
+    return [store_tiles(vals[op.inputs[0]], _map_rows(op.attr["omap"], env), grid)
+            for op in bg.output_ops]
