@@ -193,7 +193,12 @@ def add(*xs: DimLike) -> Dim:
     for x in xs:
         for mono, coef in dim(x).terms:
             acc[mono] = acc.get(mono, 0) + coef
-    return Dim(acc)
+    # Collecting like terms can create a coefficient that cancels a quotient: 2·(D÷2) = D.
+    out: dict[Monomial, int] = {}
+    for mono, coef in acc.items():
+        for m2, c2 in _mono_mul(mono, (), coef) if coef else ():
+            out[m2] = out.get(m2, 0) + c2
+    return Dim(out)
 
 
 def mul(*xs: DimLike) -> Dim:

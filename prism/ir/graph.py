@@ -24,7 +24,7 @@ from typing import Any
 
 from prism.errors import ShapeError
 from prism.ir.dims import Dim, DimLike, bit, const, dim, mul
-from prism.ir.ops import op_def
+from prism.ir.ops import OPS
 
 Shape = tuple[Dim, ...]
 MAX_RANK = 4
@@ -168,16 +168,17 @@ class BlockGraph(_Graph):
         is computed from them only."""
         post: set[str] = set()
         for op in self.ops:
-            if op.kind in ("input", "output"):
+            od = OPS.get(op.kind)
+            if od is None or od.category in ("io", "custom"):
                 continue
-            if op_def(op.kind).category == "accum" or (op.inputs and all(
+            if od.category == "accum" or (op.inputs and all(
                     t in post for t in op.inputs)):
                 post.update(op.outputs)
         return frozenset(post)
 
     @property
     def accumulators(self) -> list[Op]:
-        return [op for op in self.ops if op_def(op.kind).category == "accum"]
+        return [op for op in self.ops if op.kind in OPS and OPS[op.kind].category == "accum"]
 
     def free_vars(self) -> frozenset[str]:
         names: set[str] = set(self.forloop_range.free_vars())

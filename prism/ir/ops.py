@@ -107,9 +107,8 @@ def _reduce(shapes: list[Shape], attrs: Attrs) -> Shape:
 
 
 def _last_to_one(shapes: list[Shape], attrs: Attrs) -> Shape:
+    # A last dim of 1 is well-formed (the loop still reduces); the search skips it as useless.
     (a,) = shapes
-    if a[-1] == dim(1):
-        raise ShapeError(f"accumulator reduces the last dim of {shape_str(a)}, which is already 1")
     return (*a[:-1], dim(1))
 
 

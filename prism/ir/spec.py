@@ -136,13 +136,15 @@ def _check_custom(graph: KernelGraph, index: int, env: dict[str, int] | None,
         if bop.kind in ("input", "output"):
             continue
         status = {t in post for t in bop.inputs}
-        if OPS[bop.kind].category == "accum":
+        od = OPS.get(bop.kind)
+        if od is None:
+            continue  # reported by _check_dag
+        if od.category == "accum":
             if True in status:
                 out.append(f"{where} op {i} ({bop.kind}) accumulates {bop.inputs[0]}, which is "
                            "already after the loop; accumulators close the loop body only once")
-            if bop.kind == "redtox_ld_sum" and bop.attr.get("dimx") != bg.reduction_dimx:
-                out.append(f"{where} op {i}: redtox_ld_sum dimx {bop.attr.get('dimx')} differs "
-                           f"from the block's reduction_dimx {bg.reduction_dimx}")
+            if bop.kind == "redtox_ld_sum":
+                _check_redtox(bg, i, where, env, out)
         elif len(status) > 1:
             out.append(f"{where} op {i} ({bop.kind}) mixes pre-loop and post-loop operands "
                        f"{list(bop.inputs)}; accumulate the pre-loop ones first")
@@ -169,6 +171,25 @@ def _check_custom(graph: KernelGraph, index: int, env: dict[str, int] | None,
         _check_dims((size,), f"{where} grid/loop size", env, out)
     for name, shape in bg.tensors:
         _check_dims(shape, f"{where} tile {name}", env, out)
+
+
+def _check_redtox(bg: BlockGraph, i: int, where: str, env: dict[str, int] | None,
+                  out: list[str]) -> None:
+    op = bg.ops[i]
+    dimx = op.attr.get("dimx")
+    if dimx != bg.reduction_dimx:
+        out.append(f"{where} op {i}: redtox_ld_sum dimx {dimx} differs from the block's "
+                   f"reduction_dimx {bg.reduction_dimx}")
+        return
+    last = bg.shapes.get(op.inputs[0], ())[-1:]
+    if env is not None and last and isinstance(dimx, int) and dimx > 0:
+        try:
+            width = evaluate(last[0], env)
+        except DimExprError:
+            return  # reported with the tile's own dims
+        if width % dimx:
+            out.append(f"{where} op {i}: redtox_ld_sum folds a last dim of {width} into chunks "
+                       f"of {dimx}, which do not divide it; choose a reduction_dimx dividing it")
 
 
 def _check_map(m: Map, rows: int, rank: int, where: str, env: dict[str, int] | None,

@@ -1,0 +1,197 @@
+"""The tracer stamps events and hands them to listeners; JSONL files store and replay them.
+
+The engine emits; widgets, the CLI, trace files and tests listen. A listener that raises is
+recorded in `Tracer.listener_errors` and never stops the other listeners or the engine. The search
+runs in a background thread while widgets listen, so `emit` holds a lock: seq numbers are unique
+and contiguous, and every listener sees the events in seq order.
+
+A trace file is JSON Lines: one `event_to_json` object per line, flushed as it is written, so a
+live file can be tailed. Never pickle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Protocol, TypeVar
+
+from prism.errors import TraceFormatError
+from prism.trace.events import Event, StageFinished, StageStarted, event_from_json, event_to_json
+
+E = TypeVar("E", bound=Event)
+
+_FIX = "re-run the search to write a new trace"
+
+
+class Listener(Protocol):
+    """Anything called with each event: a function, a widget, a `JsonlWriter`."""
+
+    def __call__(self, event: Event, /) -> None: ...
+
+
+class Tracer:
+    """Stamps `seq` and `time` on each event, keeps it (unless `keep=False`), tells listeners."""
+
+    def __init__(self, *, keep: bool = True, clock: Callable[[], float] = time.perf_counter):
+        self.keep = keep
+        self.events: list[Event] = []
+        self.listener_errors: list[Exception] = []
+        self._clock = clock
+        self._start = clock()
+        self._next_seq = 0
+        self._listeners: tuple[Listener, ...] = ()  # replaced, never mutated: safe to iterate
+        # Reentrant so a listener that emits does not deadlock (its event is delivered first).
+        self._lock = threading.RLock()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener` with every later event; returns a function that unsubscribes it."""
+        with self._lock:
+            self._listeners = (*self._listeners, listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    i = self._listeners.index(listener)
+                    self._listeners = self._listeners[:i] + self._listeners[i + 1 :]
+
+        return unsubscribe
+
+    def emit(self, event: E, *, stamp: bool = True) -> E:
+        """Stamp `event` with the next seq and the time, record it, call listeners; return it.
+
+        `stamp=False` keeps the event's own seq and time (replaying a stored trace).
+        """
+        with self._lock:
+            if stamp:
+                event = dataclasses.replace(
+                    event, seq=self._next_seq, time=self._clock() - self._start
+                )
+            self._next_seq = max(self._next_seq, event.seq + 1)
+            if self.keep:
+                self.events.append(event)
+            for listener in self._listeners:
+                try:
+                    listener(event)
+                except Exception as err:  # a broken view must not stop the search
+                    err.add_note(f"raised by listener {listener!r} on {event.type} #{event.seq}")
+                    self.listener_errors.append(err)
+        return event
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[dict[str, Any]]:
+        """Bracket a stage with StageStarted/StageFinished; fill the yielded dict as its summary.
+
+            with tracer.stage("search") as summary:
+                summary["families"] = len(families)
+        """
+        summary: dict[str, Any] = {}
+        self.emit(StageStarted(name))
+        start = self._clock()
+        try:
+            yield summary
+        except BaseException as err:
+            seconds = self._clock() - start
+            self.emit(StageFinished(name, seconds, summary, error=f"{type(err).__name__}: {err}"))
+            raise
+        self.emit(StageFinished(name, self._clock() - start, summary))
+
+
+class JsonlWriter:
+    """A listener that appends each event to a JSONL file as one line, flushed at once."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event, /) -> None:
+        line = _dumps(event)
+        with self._lock:
+            if self._file is None:
+                raise ValueError(f"JsonlWriter for {self.path} is closed; open a new one")
+            self._file.write(line)
+            self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"JsonlWriter({str(self.path)!r})"
+
+
+def write_jsonl(events: Iterable[Event], path: str | Path) -> None:
+    """Write `events` to `path` as JSON Lines, replacing the file."""
+    with Path(path).open("w", encoding="utf-8") as f:
+        for event in events:
+            f.write(_dumps(event))
+
+
+def read_jsonl(path: str | Path) -> list[Event]:
+    """The events stored in `path`, in file order; blank lines are skipped.
+
+    A line that is not an event raises `TraceFormatError` naming the file and the line.
+    """
+    return list(_iter_jsonl(path))
+
+
+def replay(path: str | Path, target: Tracer | Listener) -> list[Event]:
+    """Feed the events stored in `path`, in order and with their own seq and time, to `target`.
+
+    The whole file is read first, so a bad line raises before anything is delivered. A `Tracer`
+    re-emits them (keeping, and telling its listeners); a listener is called with each directly.
+    """
+    events = read_jsonl(path)
+    for event in events:
+        if isinstance(target, Tracer):
+            target.emit(event, stamp=False)
+        else:
+            target(event)
+    return events
+
+
+def _dumps(event: Event) -> str:
+    # allow_nan=False: the JSON stays strict (JavaScript's JSON.parse rejects NaN and Infinity).
+    return json.dumps(event_to_json(event), allow_nan=False) + "\n"
+
+
+def _iter_jsonl(path: str | Path) -> Iterator[Event]:
+    # Binary, split on b"\n" only: line numbers match what an editor shows, and bad UTF-8 is a
+    # format error rather than a UnicodeDecodeError.
+    with Path(path).open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            where = f"{path} line {number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise TraceFormatError(f"{where}: not UTF-8 text; {_FIX}") from None
+            if not line.strip(" \t\r\n"):  # JSON's whitespace
+                continue
+            try:
+                data = json.loads(line)
+            except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+                raise TraceFormatError(f"{where}: not valid JSON (truncated?); {_FIX}") from None
+            try:
+                event = event_from_json(data)
+            except TraceFormatError as err:
+                raise TraceFormatError(f"{where}: {err}") from None
+            yield event
