@@ -1,0 +1,52 @@
+"""Prism Workbench: a symbolic superoptimizer for tensor programs.
+
+The public API, flat. Importing `prism` loads the IR (numpy) only; torch, graphviz, z3 and
+triton load when a function that needs them is first called.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from prism.errors import (
+    DimExprError,
+    GraphFormatError,
+    InputError,
+    MirageFormatError,
+    PrismError,
+    ShapeError,
+    SpecError,
+    TraceFormatError,
+    UnknownWorkloadError,
+    UnsupportedOpError,
+)
+from prism.frontend.builder import Block, Graph
+from prism.ir import BlockGraph, KernelGraph, Map, check, interpret
+
+if TYPE_CHECKING:
+    from prism.frontend.mirage import import_mirage
+    from prism.frontend.workload import Workload, workload
+    from prism.workloads import WORKLOADS, get_workload
+
+_LAZY = {
+    "import_mirage": "prism.frontend.mirage",
+    "workload": "prism.frontend.workload",
+    "Workload": "prism.frontend.workload",
+    "WORKLOADS": "prism.workloads",
+    "get_workload": "prism.workloads",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'prism' has no attribute {name!r}")
+
+
+__all__ = [
+    "WORKLOADS", "Block", "BlockGraph", "DimExprError", "Graph", "GraphFormatError", "InputError",
+    "KernelGraph", "Map", "MirageFormatError", "PrismError", "ShapeError", "SpecError",
+    "TraceFormatError", "UnknownWorkloadError", "UnsupportedOpError", "Workload", "check",
+    "get_workload", "import_mirage", "interpret", "workload",
+]

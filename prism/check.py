@@ -1,0 +1,101 @@
+"""Checking that we understand a program: trace it, interpret it against torch, draw it.
+
+`run_check` is today's main job (`make run`): the workload table, then for one workload its traced
+graph and its hand-built fused kernel, each interpreted in float64 on random inputs against the
+torch reference and rendered to SVG, as a printed table and a JSON report. Every stage is an event
+on the trace (`trace.jsonl` beside the report).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prism.frontend.workload import Workload
+from prism.ir.graph import KernelGraph
+from prism.ir.interpret import interpret
+from prism.trace import JsonlWriter, Tracer
+
+
+def max_rel_err(got: list[np.ndarray], want: list[np.ndarray]) -> float:
+    """max |got − want| / max |want|, over all outputs (the worst output counts)."""
+    return max(float(np.abs(g - w).max() / max(np.abs(w).max(), 1e-300))
+               for g, w in zip(got, want, strict=True))
+
+
+def check_graph(label: str, graph: KernelGraph, workload: Workload | None, seed: int = 0
+                ) -> dict[str, Any]:
+    """Interpret `graph` on random inputs; compare with the workload's torch reference if any."""
+    if workload is not None:
+        arrays = workload.random_inputs(seed)
+    else:
+        rng = np.random.default_rng(seed)
+        arrays = [rng.standard_normal([d.value for d in graph.shape(t)]) for t in graph.inputs]
+    started = time.perf_counter()
+    outputs = interpret(graph, *arrays)
+    seconds = time.perf_counter() - started
+    err = max_rel_err(outputs, workload.reference(*arrays)) if workload is not None else None
+    return {"label": label, "num_kernels": graph.num_kernels,
+            "num_custom_kernels": len(graph.custom_ops),
+            "output_shapes": [list(o.shape) for o in outputs],
+            "max_rel_err": err, "seconds": seconds}
+
+
+def run_check(name: str | None, out: Path, seed: int = 0, echo: bool = True) -> dict[str, Any]:
+    from prism.ir.render import render
+    from prism.workloads import DEFAULT_WORKLOAD, get_workload, workloads_json
+    from prism.workloads.known_best import KNOWN_BEST, known_best
+
+    out.mkdir(parents=True, exist_ok=True)
+    tracer = Tracer()
+    rows: list[dict[str, Any]] = []
+    with JsonlWriter(out / "trace.jsonl") as writer:
+        tracer.subscribe(writer)
+        with tracer.stage("workloads") as summary:
+            table = workloads_json()
+            summary["count"] = len(table)
+        w = get_workload(name or DEFAULT_WORKLOAD)
+        with tracer.stage("trace") as summary:
+            graph = w.graph
+            summary["ops"] = len(graph.ops)
+        candidates = [(f"{w.name} (traced)", graph)]
+        if w.name in KNOWN_BEST:
+            candidates.append((f"{w.name} (hand-fused)", known_best(w.name, w.shapes)))
+        for label, g in candidates:
+            with tracer.stage("interpret") as summary:
+                row = check_graph(label, g, w, seed)
+                summary.update(label=label, max_rel_err=row["max_rel_err"])
+            svg = out / f"{label.split(' ')[0]}{'.fused' if 'fused' in label else ''}.svg"
+            with tracer.stage("render") as summary:
+                row["svg"] = str(render(g, svg))
+                summary["file"] = row["svg"]
+            rows.append(row)
+    report = {"workload": w.name, "shapes": {k: list(v) for k, v in w.shapes.items()},
+              "workloads": table, "graphs": rows, "trace": str(out / "trace.jsonl")}
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    if echo:
+        _print_table(table, w, rows, out)
+    return report
+
+
+def _print_table(table: list[dict[str, Any]], w: Workload, rows: list[dict[str, Any]],
+                 out: Path) -> None:
+    print(f"Workloads ({len(table)}):")
+    width = max(len(r["name"]) for r in table)
+    for r in table:
+        marker = "*" if r["name"] == w.name else " "
+        print(f" {marker} {r['name']:<{width}}  {r['program']}")
+    shapes = ", ".join(f"{k}{list(v)}" for k, v in w.shapes.items())
+    print(f"\n{w.name}: {shapes}")
+    header = f"  {'graph':<32} {'kernels':>7} {'custom':>6} {'max rel err vs torch':>21} " \
+             f"{'interp s':>9}  svg"
+    print(header)
+    for r in rows:
+        print(f"  {r['label']:<32} {r['num_kernels']:>7} {r['num_custom_kernels']:>6} "
+              f"{r['max_rel_err']:>21.2e} {r['seconds']:>9.3f}  {r['svg']}")
+    print(f"\n(float64 reference interpreter against torch float64, random inputs; "
+          f"report: {out / 'report.json'})")

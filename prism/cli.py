@@ -1,0 +1,169 @@
+"""The `prism` command (also `python -m prism`).
+
+Every command takes `--json` and then prints exactly one JSON document on stdout. Errors the
+user can fix are one line on stderr (or `{"error": ...}` with `--json`) and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from prism.errors import PrismError
+
+Command = Callable[[argparse.Namespace], Any]
+
+
+def _cmd_workloads(args: argparse.Namespace) -> Any:
+    from prism.workloads import workloads_json
+    rows = workloads_json()
+    if args.json:
+        return {"workloads": rows}
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        params = ", ".join(f"{k}{list(v)}" for k, v in r["params"].items())
+        print(f"{r['name']:<{width}}  {r['program']}\n{'':<{width}}  {params}")
+    return None
+
+
+def _cmd_import_mirage(args: argparse.Namespace) -> Any:
+    from prism.frontend.targets import resolve
+    if not args.file.endswith(".json"):
+        raise PrismError(f"{args.file}: expected a Mirage μGraph .json file")
+    targets = resolve(args.file, args.index)
+    if args.out:
+        from prism.ir.serialize import save
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for i, t in enumerate(targets):
+            save(t.graph, out / f"{Path(args.file).stem}.{i}.json")
+    if args.json:
+        return {"file": args.file, "graphs": [t.graph.to_json() for t in targets]}
+    for t in targets:
+        print(t.graph)
+    return None
+
+
+def _cmd_render(args: argparse.Namespace) -> Any:
+    from prism.ir.render import render
+    targets = _graphs(args)
+    if len(targets) == 1:
+        paths = [Path(args.output or f"{_file_label(targets[0][0])}.svg")]
+    else:  # many graphs: -o names a folder
+        paths = [Path(args.output or ".") / f"{_file_label(label)}.svg" for label, _ in targets]
+    written = [str(render(graph, path)) for (_, graph), path in zip(targets, paths, strict=True)]
+    if args.json:
+        return {"files": written}
+    print("\n".join(written))
+    return None
+
+
+def _file_label(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in label)
+
+
+def _graphs(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    from prism.frontend.targets import resolve
+    targets = resolve(args.target, args.index)
+    if getattr(args, "known_best", False):
+        from prism.workloads.known_best import known_best
+        w = targets[0].workload
+        if w is None:
+            raise PrismError("--known-best needs a workload TARGET")
+        return [(f"{w.name}.known_best", known_best(w.name, w.shapes))]
+    return [(t.label, t.graph) for t in targets]
+
+
+def _cmd_interpret(args: argparse.Namespace) -> Any:
+    from prism.frontend.targets import resolve
+    from prism.check import check_graph
+    rows = []
+    for t in resolve(args.target, args.index):
+        graph = t.graph
+        if args.known_best:
+            from prism.workloads.known_best import known_best
+            if t.workload is None:
+                raise PrismError("--known-best needs a workload TARGET")
+            graph = known_best(t.workload.name, t.workload.shapes)
+        rows.append(check_graph(t.label, graph, t.workload, seed=args.seed))
+    if args.json:
+        return {"results": rows}
+    for r in rows:
+        err = "n/a (no reference)" if r["max_rel_err"] is None else f"{r['max_rel_err']:.2e}"
+        print(f"{r['label']}: {r['num_kernels']} kernel(s), outputs {r['output_shapes']}, "
+              f"max rel err vs torch float64 {err}, {r['seconds']:.3f} s")
+    return None
+
+
+def _cmd_check(args: argparse.Namespace) -> Any:
+    from prism.check import run_check
+    report = run_check(args.workload, Path(args.out), seed=args.seed, echo=not args.json)
+    return report if args.json else None
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="prism", description="Prism Workbench: a symbolic "
+                                "superoptimizer for tensor programs.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, fn: Command, help_text: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+        sp.set_defaults(func=fn)
+        return sp
+
+    command("workloads", _cmd_workloads, "list the named workloads")
+    sp = command("import-mirage", _cmd_import_mirage, "read a Mirage μGraph JSON file")
+    sp.add_argument("file")
+    sp.add_argument("--index", type=int, help="only the graph at this position")
+    sp.add_argument("--out", help="also save each graph as our JSON into this folder")
+    target_help = "a workload name, path.py:function, or a graph .json file (ours or Mirage's)"
+    sp = command("render", _cmd_render, "render a graph to SVG: kernels, block-graph clusters "
+                 "with grid, loop range, maps and tile shapes")
+    sp.add_argument("target", help=target_help)
+    sp.add_argument("--index", type=int, help="for a file of many graphs: only this one")
+    sp.add_argument("--known-best", action="store_true",
+                    help="render the workload's hand-built fused kernel instead")
+    sp.add_argument("-o", "--output", help="the .svg (or .dot) file to write")
+    sp = command("interpret", _cmd_interpret, "run a graph in the float64 reference "
+                 "interpreter on random inputs and compare with torch")
+    sp.add_argument("target", help=target_help)
+    sp.add_argument("--index", type=int)
+    sp.add_argument("--known-best", action="store_true")
+    sp.add_argument("--seed", type=int, default=0)
+    sp = command("check", _cmd_check, "the main job: list the workloads, trace one, interpret "
+                 "it against torch, render it, print the table")
+    sp.add_argument("workload", nargs="?", default=None, help="default: rmsnorm_matmul")
+    sp.add_argument("--out", default="out", help="folder for the SVGs and the report")
+    sp.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    started = time.perf_counter()
+    try:
+        result = args.func(args)
+    except PrismError as e:
+        if args.json:
+            print(json.dumps({"error": {"type": type(e).__name__, "message": str(e)}}))
+        else:
+            print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    if args.json:
+        if isinstance(result, dict):
+            result.setdefault("seconds", round(time.perf_counter() - started, 3))
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
