@@ -73,22 +73,22 @@ class Map:
         for row in self.rows:
             ones = [d for d, e in enumerate(row) if e == const(1)]
             if not self.is_concrete or len(ones) > 1:
-                raise ShapeError(f"map {self} has no single data dim per row; "
+                raise ShapeError(f"map {self._matrix()} has no single data dim per row; "
                                  "instantiate it (concrete 0/1 entries, one 1 per row at most)")
             out.append(ones[0] if ones else -1)
         return tuple(out)
+
+    def _matrix(self) -> str:
+        return "[" + "; ".join(" ".join(str(e) for e in row) for row in self.rows) + "]"
 
     def factor(self, d: int, sizes: Sequence[Dim]) -> Dim:
         """Π_p (1 − m[p,d] + m[p,d]·size_p): how many parts data dim d is split into."""
         return mul(*[1 - row[d] + row[d] * sizes[p] for p, row in enumerate(self.rows)])
 
     def __str__(self) -> str:
-        if self.is_concrete:
-            try:
-                return "(" + ", ".join("-" if d < 0 else str(d) for d in self.as_dims()) + ")"
-            except ShapeError:
-                pass
-        return "[" + "; ".join(" ".join(str(e) for e in row) for row in self.rows) + "]"
+        if self.is_concrete and all(sum(e.value for e in row) <= 1 for row in self.rows):
+            return "(" + ", ".join("-" if d < 0 else str(d) for d in self.as_dims()) + ")"
+        return self._matrix()
 
 
 @dataclass(frozen=True)
@@ -215,15 +215,15 @@ class KernelGraph(_Graph):
         for _, shape in self.tensors:
             for d in shape:
                 names |= d.free_vars()
-        for op in self.custom_ops:
-            assert op.block is not None
-            names |= op.block.free_vars()
+        for _, block in self.iter_blocks():
+            names |= block.free_vars()
         return frozenset(names)
 
     def iter_blocks(self) -> Iterator[tuple[Op, BlockGraph]]:
+        """Each custom op with its block graph (a custom op without one is a spec problem)."""
         for op in self.custom_ops:
-            assert op.block is not None
-            yield op, op.block
+            if op.block is not None:
+                yield op, op.block
 
     # Conveniences that delegate to the modules owning them (kept lazy: graphviz, json).
     def to_json(self) -> dict[str, Any]:

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from prism.errors import ShapeError
-from prism.ir.dims import Dim, dim, shape_str
+from prism.errors import PrismError, ShapeError
+from prism.ir.dims import Dim, dim, evaluate, shape_str
 
 Shape = tuple[Dim, ...]
 Attrs = Mapping[str, Any]
@@ -65,6 +65,34 @@ class OpDef:
 
 # -- shape rules ---------------------------------------------------------------------------------
 
+def dims_match(x: Dim, y: Dim) -> bool:
+    """Whether two dims may be equal. Structurally equal dims are. With symbolic maps, tile dims
+    carry 0/1 map bits and Prism's *symbolic dimension matching* applies: they can be equal iff
+    the underlying data dims are, i.e. they agree with every bit 0 (each map factor becomes 1)
+    and every size 1. The search records each such match as a constraint on the maps; `spec`
+    under an assignment checks the real values."""
+    if x == y:
+        return True
+    names = x.free_vars() | y.free_vars()
+    if not any(_has_bits(d) for d in (x, y)):
+        return False
+    env = {n: 0 if n in _bit_names(x) | _bit_names(y) else 1 for n in names}
+    try:
+        return bool(evaluate(x, env) == evaluate(y, env))
+    except PrismError:
+        return False
+
+
+def _bit_names(d: Dim) -> set[str]:
+    return {a.name for m, _ in d.terms for a, _ in m if a.is_bit} | {
+        n for m, _ in d.terms for a, _ in m if a.num is not None and a.den is not None
+        for n in _bit_names(a.num) | _bit_names(a.den)}
+
+
+def _has_bits(d: Dim) -> bool:
+    return bool(_bit_names(d))
+
+
 def _same(shapes: list[Shape], attrs: Attrs) -> Shape:
     return shapes[0]
 
@@ -77,7 +105,7 @@ def _broadcast(shapes: list[Shape], attrs: Attrs) -> Shape:
                          "(use keepdim=True on reductions)")
     out = []
     for x, y in zip(a, b, strict=True):
-        if x == y or y == dim(1):
+        if dims_match(x, y) or y == dim(1):
             out.append(x)
         elif x == dim(1):
             out.append(y)
@@ -92,7 +120,7 @@ def _matmul(shapes: list[Shape], attrs: Attrs) -> Shape:
     if len(a) < 2 or len(a) != len(b):
         raise ShapeError(f"matmul needs operands of the same rank ≥ 2, got {shape_str(a)} @ "
                          f"{shape_str(b)}")
-    if a[:-2] != b[:-2] or a[-1] != b[-2]:
+    if not all(dims_match(x, y) for x, y in zip((*a[:-2], a[-1]), (*b[:-2], b[-2]), strict=True)):
         raise ShapeError(f"matmul shapes {shape_str(a)} @ {shape_str(b)} do not fit: batch dims "
                          "must be equal and A's last dim must equal B's second-to-last")
     return (*a[:-1], b[-1])

@@ -87,6 +87,9 @@ def graph_from_json(doc: Any) -> KernelGraph:
     """Parse and validate; raise `GraphFormatError` / `SpecError`, never anything else."""
     from prism.ir.spec import check
     r = _Reader("graph")
+    if isinstance(doc, list):
+        raise GraphFormatError("not a Prism graph document but a JSON list (a Mirage μGraph "
+                               "file?); read it with `prism import-mirage` / prism.import_mirage")
     obj = r.obj(doc)
     if obj.get("format") != FORMAT:
         raise GraphFormatError(f"not a Prism graph document (format {obj.get('format')!r}, "
