@@ -32,7 +32,7 @@ def _cmd_workloads(args: argparse.Namespace) -> Any:
 
 
 def _cmd_import_mirage(args: argparse.Namespace) -> Any:
-    from prism.frontend.targets import resolve
+    from prism.targets import resolve
     if not args.file.endswith(".json"):
         raise PrismError(f"{args.file}: expected a Mirage μGraph .json file")
     targets = resolve(args.file, args.index)
@@ -68,7 +68,7 @@ def _file_label(label: str) -> str:
 
 
 def _graphs(args: argparse.Namespace) -> list[tuple[str, Any]]:
-    from prism.frontend.targets import resolve
+    from prism.targets import resolve
     targets = resolve(args.target, args.index)
     if getattr(args, "known_best", False):
         from prism.workloads.known_best import known_best
@@ -80,7 +80,7 @@ def _graphs(args: argparse.Namespace) -> list[tuple[str, Any]]:
 
 
 def _cmd_interpret(args: argparse.Namespace) -> Any:
-    from prism.frontend.targets import resolve
+    from prism.targets import resolve
     from prism.check import check_graph
     rows = []
     for t in resolve(args.target, args.index):
