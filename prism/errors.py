@@ -28,7 +28,7 @@ class GraphFormatError(PrismError):
 
 
 class MirageFormatError(GraphFormatError):
-    """A Mirage μGraph file that cannot be read: bad JSON, a missing field, or an unknown op type."""
+    """A Mirage μGraph file that cannot be read: bad JSON, a missing field, an unknown op."""
 
 
 class TraceFormatError(PrismError):

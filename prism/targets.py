@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +46,17 @@ def load_workload_file(spec: str) -> Workload:
 
 def resolve(target: str, index: int | None = None) -> list[Target]:
     """Every graph TARGET names (a Mirage file names many; `index` picks one)."""
-    from prism.workloads import WORKLOADS
+    found = _resolve_all(target)
+    if index is None:
+        return found
+    if not 0 <= index < len(found):
+        raise PrismError(f"{target} holds {len(found)} graph(s); --index must be in 0.."
+                         f"{len(found) - 1}")
+    return [found[index]]
+
+
+def _resolve_all(target: str) -> list[Target]:
+    from prism.workloads import WORKLOADS, get_workload
 
     if target in WORKLOADS:
         w = WORKLOADS[target]
@@ -57,28 +66,14 @@ def resolve(target: str, index: int | None = None) -> list[Target]:
         return [Target(w.name, w.graph, w)]
     path = Path(target)
     if path.suffix != ".json":
-        from prism.workloads import get_workload
-        get_workload(target)  # raises UnknownWorkloadError with the known names
-        raise UnknownWorkloadError(target)
+        get_workload(target)  # raises UnknownWorkloadError naming the known workloads
+        raise UnknownWorkloadError(f"unknown workload {target!r}")
     if not path.is_file():
         raise GraphFormatError(f"{target}: no such file; give a workload name, path.py:function "
                                "or a graph .json file")
-    text = path.read_text()
     from prism.ir.serialize import graph_from_json, parse_json
-    doc = parse_json(text, target)
+    doc = parse_json(path.read_text(), target)
     if isinstance(doc, list):
         from prism.frontend.mirage import import_mirage
-        graphs = import_mirage(doc, name=path.stem)
-        found = [Target(g.name, g) for g in graphs]
-    else:
-        found = [Target(path.stem, graph_from_json(doc))]
-    if index is None:
-        return found
-    if not 0 <= index < len(found):
-        raise PrismError(f"{target} holds {len(found)} graph(s); --index must be 0.."
-                         f"{len(found) - 1}")
-    return [found[index]]
-
-
-def dump_graphs(graphs: list[KernelGraph]) -> str:
-    return json.dumps([g.to_json() for g in graphs])
+        return [Target(g.name, g) for g in import_mirage(path)]
+    return [Target(path.stem, graph_from_json(doc))]

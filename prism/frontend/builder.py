@@ -206,13 +206,13 @@ class Block(_Builder):
     def __init__(self, grid: Sequence[DimLike], forloop_range: DimLike = 1,
                  reduction_dimx: int = 64) -> None:
         super().__init__()
-        grid = tuple(dim(g) for g in grid)
-        if not 1 <= len(grid) <= MAX_GRID_DIMS:
-            raise ShapeError(f"a block graph has 1 to {MAX_GRID_DIMS} grid dims, got {len(grid)}")
-        for size in (*grid, dim(forloop_range)):
+        sizes = tuple(dim(g) for g in grid)
+        if not 1 <= len(sizes) <= MAX_GRID_DIMS:
+            raise ShapeError(f"a block graph has 1 to {MAX_GRID_DIMS} grid dims, got {len(sizes)}")
+        for size in (*sizes, dim(forloop_range)):
             if size.is_const and size.value < 1:
                 raise ShapeError(f"grid sizes and the loop range must be ≥ 1, got {size.value}")
-        self.grid: tuple[Dim, ...] = grid
+        self.grid: tuple[Dim, ...] = sizes
         self.forloop_range = dim(forloop_range)
         self.reduction_dimx = int(reduction_dimx)
         self.sources: list[Tensor] = []
@@ -223,7 +223,8 @@ class Block(_Builder):
         """Load tiles of kernel tensor `source`: imap per grid dim (a data dim or -1), fmap the
         data dim the loop walks (or -1), either may be "symbolic"."""
         if not isinstance(source, Tensor) or not isinstance(source.owner, Graph):
-            raise ShapeError("Block.input reads a tensor of the kernel graph (a prism.Graph tensor)")
+            raise ShapeError("Block.input reads a tensor of the kernel graph "
+                             "(a prism.Graph tensor)")
         rank = len(source.shape)
         tile_name = name or self._fresh(f"{source.name}_tile")
         im = _as_map(imap, len(self.grid), rank, f"{tile_name}_im")

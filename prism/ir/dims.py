@@ -60,7 +60,8 @@ class Dim:
     __slots__ = ("_hash", "key", "terms")
 
     def __init__(self, terms: Mapping[Monomial, int]):
-        items = sorted(((m, c) for m, c in terms.items() if c != 0), key=lambda mc: _mono_key(mc[0]))
+        items = sorted(((m, c) for m, c in terms.items() if c != 0),
+                       key=lambda mc: _mono_key(mc[0]))
         self.terms: tuple[tuple[Monomial, int], ...] = tuple(items)
         self.key = " + ".join(f"{c}*{_mono_key(m)}" for m, c in self.terms) or "0"
         # A constant hashes like its int, because it compares equal to it.

@@ -51,7 +51,7 @@ class Accumulation:
 @dataclass(frozen=True)
 class OpDef:
     name: str
-    category: str            # io | custom | unary | binary | scalar | matmul | reduce | norm | accum
+    category: str  # io | custom | unary | binary | scalar | matmul | reduce | norm | accum
     levels: frozenset[str]
     arity: int               # number of tensor inputs (-1: any)
     shape: ShapeRule | None  # None for io/custom ops, whose shapes come from elsewhere
@@ -130,7 +130,8 @@ def _reduce(shapes: list[Shape], attrs: Attrs) -> Shape:
     (a,) = shapes
     d = attrs["dim"]
     if not isinstance(d, int) or not 0 <= d < len(a):
-        raise ShapeError(f"reduction dim {d!r} is out of range for a tensor of shape {shape_str(a)}")
+        raise ShapeError(f"reduction dim {d!r} is out of range for a tensor of shape "
+                         f"{shape_str(a)}")
     return (*a[:d], dim(1), *a[d + 1:])
 
 
@@ -170,7 +171,8 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 def _gelu(x: np.ndarray) -> np.ndarray:
     # The exact (erf) GELU, as torch.nn.functional.gelu's default.
-    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64))
+    erf = np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64)
+    return 0.5 * x * (1.0 + erf)
 
 
 def _sum_ref(xs: list[np.ndarray], attrs: Attrs, lead: int) -> np.ndarray:

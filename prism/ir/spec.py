@@ -294,4 +294,5 @@ def substitute_graph(graph: KernelGraph, assignment: Mapping[str, int]) -> Kerne
                 bg, grid=sub_shape(bg.grid), forloop_range=substitute(bg.forloop_range, assignment),
                 ops=bops, tensors=tuple((n, sub_shape(s)) for n, s in bg.tensors)))
         ops.append(op)
-    return replace(graph, ops=tuple(ops), tensors=tuple((n, sub_shape(s)) for n, s in graph.tensors))
+    tensors = tuple((n, sub_shape(s)) for n, s in graph.tensors)
+    return replace(graph, ops=tuple(ops), tensors=tensors)

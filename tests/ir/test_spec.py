@@ -52,8 +52,8 @@ def test_accumulator_on_a_post_loop_tensor():
         ops.insert(i + 1, Op.make("nored", [div.outputs[0]], ["again"]))
         return ops
     bad = with_block_ops(GOOD, edit)
-    bad_block = replace(bad.ops[CUSTOM].block, tensors=bad.ops[CUSTOM].block.tensors + (
-        ("again", dict(bad.ops[CUSTOM].block.tensors)["div"]),))
+    block = bad.ops[CUSTOM].block
+    bad_block = replace(block, tensors=(*block.tensors, ("again", block.shapes["div"])))
     ops = list(bad.ops)
     ops[CUSTOM] = replace(ops[CUSTOM], block=bad_block)
     assert any("already after the loop" in p for p in problems(replace(bad, ops=tuple(ops))))

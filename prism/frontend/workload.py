@@ -1,0 +1,225 @@
+"""`@prism.workload`: a torch function with the shapes of its parameters, traced on demand.
+
+    @prism.workload(X=(8, 1024), W=(1024, 1024))
+    def rmsnorm_matmul(X, W):
+        return torch.nn.functional.rms_norm(X, (X.shape[-1],)) @ W
+
+    rmsnorm_matmul(x, w)          # still the torch function
+    rmsnorm_matmul.graph          # its KernelGraph (traced with torch.fx on first access)
+    rmsnorm_matmul.reference(*rmsnorm_matmul.random_inputs())   # torch's float64 answer
+
+A `Workload` is immutable in what defines it (the function and its shapes); `with_shapes`,
+`with_input_scale` and `replace` return new ones. torch is imported only when something is traced
+or run, so decorating functions stays cheap.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cached_property
+from typing import Any, overload
+
+import numpy as np
+
+from prism.errors import InputError, ShapeError
+from prism.ir.graph import KernelGraph, check_shape
+
+ShapeDict = dict[str, tuple[int, ...]]
+
+
+class Workload:
+    """A torch function, callable as before, plus the concrete shape of every parameter.
+
+    Attributes: `name`, `shapes` (parameter → shape, in parameter order), `description` (the first
+    docstring line unless given), `program` (a one-line program text for listings), `shape_sets`
+    (alternative shapes the workload is studied at; the first is the default), `input_scale`
+    (parameter → σ of the normal samples `random_inputs` draws: 1.0 unless set, smaller for the
+    operands of `exp` so that it stays in range).
+    """
+
+    __wrapped__: Callable[..., Any]
+
+    def __init__(self, fn: Callable[..., Any], shapes: Mapping[str, Sequence[int]], *,
+                 description: str | None = None, program: str = "",
+                 shape_sets: Iterable[Mapping[str, Sequence[int]]] | None = None,
+                 input_scale: Mapping[str, float] | None = None) -> None:
+        if isinstance(fn, Workload):   # re-decorated: wrap the function, not its cached state
+            fn = fn.__wrapped__
+        functools.update_wrapper(self, fn)
+        self.__wrapped__ = fn
+        self.name: str = getattr(fn, "__name__", "workload")
+        self.params = _parameters(fn, self.name)
+        self.shapes: ShapeDict = self._checked(shapes)
+        self.description = description if description is not None else _first_doc_line(fn)
+        self.program = program
+        self.shape_sets: tuple[ShapeDict, ...] = tuple(
+            self._checked(s) for s in (shape_sets if shape_sets is not None else [self.shapes]))
+        self.input_scale: dict[str, float] = self._scales(input_scale or {})
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__wrapped__(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{p}[{','.join(map(str, s))}]" for p, s in self.shapes.items())
+        return f"Workload({self.name}: {params})"
+
+    @cached_property
+    def graph(self) -> KernelGraph:
+        """The traced kernel graph, named after the function (traced once, then cached)."""
+        from prism.frontend.fx import trace
+        return trace(self.__wrapped__, self.shapes, self.name)
+
+    # -- new workloads from this one ----------------------------------------------------------
+
+    def replace(self, **fields: Any) -> Workload:
+        """A copy with some of the constructor's keyword fields (or `shapes`) changed."""
+        current: dict[str, Any] = {"shapes": self.shapes, "description": self.description,
+                   "program": self.program, "shape_sets": self.shape_sets,
+                   "input_scale": self.input_scale}
+        unknown = sorted(set(fields) - set(current))
+        if unknown:
+            raise TypeError(f"Workload.replace got unknown field(s) {', '.join(unknown)}; "
+                            f"known: {', '.join(current)}")
+        current.update(fields)
+        shapes = current.pop("shapes")
+        return Workload(self.__wrapped__, shapes, **current)
+
+    def with_shapes(self, **shapes: Sequence[int]) -> Workload:
+        """The same function at new shapes; parameters not named keep their shapes."""
+        self._no_extra(shapes)
+        return self.replace(shapes={**self.shapes, **shapes})
+
+    def with_input_scale(self, **scales: float) -> Workload:
+        """The same workload whose `random_inputs` draw parameter `p` with σ = `scales[p]`."""
+        self._no_extra(scales)
+        return self.replace(input_scale={**self.input_scale, **scales})
+
+    # -- running it -----------------------------------------------------------------------------
+
+    def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
+        """One float64 array per parameter: standard normal × `input_scale[p]`, reproducible."""
+        rng = np.random.default_rng(seed)
+        return [rng.standard_normal(shape) * self.input_scale[p]
+                for p, shape in self.shapes.items()]
+
+    def reference(self, *arrays: Any) -> list[np.ndarray]:
+        """The torch function's outputs in float64 on `arrays` (numpy or torch, parameter order)."""
+        import torch
+
+        if len(arrays) != len(self.shapes):
+            raise InputError(f"workload {self.name} takes {len(self.shapes)} inputs "
+                             f"({', '.join(self.shapes)}), got {len(arrays)}; pass one array per "
+                             "parameter, in order")
+        tensors = [_float64_tensor(a, p, shape) for a, (p, shape) in
+                   zip(arrays, self.shapes.items(), strict=True)]
+        with torch.no_grad():
+            result = self.__wrapped__(*tensors)
+        results = result if isinstance(result, (tuple, list)) else [result]
+        return [r.detach().cpu().double().numpy() for r in results]
+
+    def to_json(self) -> dict[str, Any]:
+        """What a listing shows (nothing is traced): name, description, program, shapes."""
+        return {"name": self.name, "description": self.description, "program": self.program,
+                "params": {p: list(s) for p, s in self.shapes.items()},
+                "shape_sets": [{p: list(s) for p, s in ss.items()} for ss in self.shape_sets],
+                "input_scale": dict(self.input_scale)}
+
+    # -- checks ---------------------------------------------------------------------------------
+
+    def _checked(self, shapes: Mapping[str, Sequence[int]]) -> ShapeDict:
+        """Every parameter has a shape and nothing else does; each shape is concrete, rank 1..4,
+        dims ≥ 1. Returned in parameter order."""
+        missing = [p for p in self.params if p not in shapes]
+        extra = [p for p in shapes if p not in self.params]
+        if missing or extra:
+            problems = ([f"{_plural(missing, 'parameter')} {_has(missing)} no shape"]
+                        if missing else []) + ([f"{_not_params(extra)}"] if extra else [])
+            raise ShapeError(f"workload {self.name}: {'; '.join(problems)}; give exactly one shape "
+                             f"per parameter ({', '.join(self.params)})")
+        return {p: _concrete_shape(shapes[p], f"workload {self.name}: parameter {p}")
+                for p in self.params}
+
+    def _scales(self, scales: Mapping[str, float]) -> dict[str, float]:
+        self._no_extra(scales)
+        return {p: float(scales.get(p, 1.0)) for p in self.params}
+
+    def _no_extra(self, named: Mapping[str, Any]) -> None:
+        extra = [p for p in named if p not in self.params]
+        if extra:
+            raise ShapeError(f"workload {self.name}: {_not_params(extra)}; "
+                             f"its parameters are {', '.join(self.params)}")
+
+
+@overload
+def workload(_fn: Callable[..., Any], /, **shapes: Sequence[int]) -> Workload: ...
+
+
+@overload
+def workload(_fn: None = None, /,
+             **shapes: Sequence[int]) -> Callable[[Callable[..., Any]], Workload]: ...
+
+
+def workload(_fn: Callable[..., Any] | None = None, /,
+             **shapes: Sequence[int]) -> Workload | Callable[[Callable[..., Any]], Workload]:
+    """Decorate a torch function with the shape of each parameter: `@workload(X=(8, 1024), ...)`.
+
+    `workload(fn, X=..., ...)` is the same without decorator syntax. Shapes are checked now: every
+    parameter needs one, rank 1..4, every dim a positive int.
+    """
+    if _fn is not None:
+        return Workload(_fn, shapes)
+
+    def decorate(fn: Callable[..., Any]) -> Workload:
+        return Workload(fn, shapes)
+
+    return decorate
+
+
+def _parameters(fn: Callable[..., Any], name: str) -> tuple[str, ...]:
+    import inspect
+
+    params = list(inspect.signature(fn).parameters.values())
+    star = [p.name for p in params if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if star:
+        raise ShapeError(f"workload {name}: *{star[0]} cannot be given a shape; name each tensor "
+                         "parameter")
+    return tuple(p.name for p in params)
+
+
+def _plural(names: Sequence[str], noun: str) -> str:
+    return f"{noun}{'s' if len(names) > 1 else ''} {', '.join(names)}"
+
+
+def _has(names: Sequence[str]) -> str:
+    return "have" if len(names) > 1 else "has"
+
+
+def _not_params(names: Sequence[str]) -> str:
+    return f"{', '.join(names)} {'are not parameters' if len(names) > 1 else 'is not a parameter'}"
+
+
+def _concrete_shape(shape: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(shape, Sequence) or isinstance(shape, str) or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape):
+        raise ShapeError(f"{what} has shape {shape!r}; give a tuple of positive ints, "
+                         "e.g. (8, 1024)")
+    return tuple(d.value for d in check_shape([int(d) for d in shape], what))
+
+
+def _float64_tensor(a: Any, name: str, shape: tuple[int, ...]) -> Any:
+    import torch
+
+    if isinstance(a, torch.Tensor):
+        t = a.detach().to("cpu", torch.float64, copy=True)
+    else:
+        t = torch.tensor(np.asarray(a, dtype=np.float64))
+    if tuple(t.shape) != shape:
+        raise InputError(f"input {name} has shape {tuple(t.shape)}, the workload expects {shape}; "
+                         "pass arrays of the workload's shapes in parameter order")
+    return t
+
+
+def _first_doc_line(fn: Callable[..., Any]) -> str:
+    doc = (fn.__doc__ or "").strip()
+    return doc.splitlines()[0].strip() if doc else ""
