@@ -80,8 +80,8 @@ def _graphs(args: argparse.Namespace) -> list[tuple[str, Any]]:
 
 
 def _cmd_interpret(args: argparse.Namespace) -> Any:
-    from prism.targets import resolve
     from prism.check import check_graph
+    from prism.targets import resolve
     rows = []
     for t in resolve(args.target, args.index):
         graph = t.graph

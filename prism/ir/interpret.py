@@ -168,7 +168,8 @@ def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
         vals: dict[str, np.ndarray] = {}
         for name, tiles in all_tiles.items():
             # tiles: [*grid', F', *tile]; iteration i reads loop part i (or the only part).
-            vals[name] = np.take(tiles, i if tiles.shape[k] > 1 else 0, axis=k)
+            # Basic indexing gives a view; np.take would copy the whole input every iteration.
+            vals[name] = tiles[(slice(None),) * k + (i if tiles.shape[k] > 1 else 0,)]
         for op in body:
             vals[op.outputs[0]] = _apply(op, [vals[t] for t in op.inputs], k)
         for op in accums:
