@@ -17,7 +17,7 @@ run: install
 test: install lint typecheck unit
 
 lab: install
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(PY) -m prism lab
 
 install: system-deps $(STAMP)
 

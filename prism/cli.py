@@ -106,6 +106,22 @@ def _cmd_check(args: argparse.Namespace) -> Any:
     return report if args.json else None
 
 
+def _cmd_lab(args: argparse.Namespace) -> Any:
+    import os
+    import subprocess
+    folder = Path(args.notebooks)
+    if not folder.is_dir():
+        raise PrismError(f"{folder}: no such folder; run `prism lab` from the repository root "
+                         "or pass --notebooks DIR")
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={folder}",
+           "--LabApp.news_url=None"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")  # Jupyter refuses to run as root without it
+    if args.json:
+        return {"command": cmd}
+    return subprocess.call(cmd)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="prism", description="Prism Workbench: a symbolic "
                                 "superoptimizer for tensor programs.")
@@ -141,6 +157,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("workload", nargs="?", default=None, help="default: rmsnorm_matmul")
     sp.add_argument("--out", default="out", help="folder for the SVGs and the report")
     sp.add_argument("--seed", type=int, default=0)
+    sp = command("lab", _cmd_lab, "JupyterLab on the notebooks (--json: print the command only)")
+    sp.add_argument("--notebooks", default="notebooks")
     return p
 
 
