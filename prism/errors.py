@@ -51,3 +51,26 @@ class SpecError(PrismError):
 
 class InputError(PrismError):
     """Arrays handed to `interpret` (or a kernel) that do not match the graph's inputs."""
+
+
+class TermSyntaxError(PrismError):
+    """An s-expression (term or rule pattern) that cannot be read: unbalanced parens, an empty list,
+    a list whose head is not an atom, a pattern variable applied to arguments."""
+
+
+class RuleError(PrismError):
+    """A rewrite rule that cannot be used: a variable on one side the other side does not bind,
+    two rules with one name, or a condition that asks about something it cannot know."""
+
+
+class NotEquivalentError(PrismError):
+    """An explanation asked for two terms that the e-graph has not proved equal."""
+
+
+class ProofCheckError(PrismError):
+    """A flat explanation that does not replay: the message names the step and what failed."""
+
+
+class VerifyError(PrismError):
+    """Two graphs that cannot be compared (different inputs or outputs), or a graph the chosen
+    verification method cannot run."""

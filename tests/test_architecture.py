@@ -15,6 +15,8 @@ ALLOWED = {
     "ir": set(),
     "frontend": {"ir", "trace"},
     "workloads": {"ir", "frontend"},
+    "expr": {"ir"},
+    "verify": {"ir", "expr", "trace"},
 }
 # heavy dependency → the only modules that may import it
 HEAVY = {

@@ -1,8 +1,9 @@
-"""The reference interpreter: float64 semantics of any concrete kernel graph. The project's oracle.
+"""The reference interpreter: what any concrete kernel graph computes. The project's oracle.
 
-Kernel ops run their op-table reference. A custom kernel runs its block graph with the exact
-semantics of DESIGN.md §1, for every thread block of the grid at once (the blocks are stacked on
-leading axes, one per grid dim) and for each loop iteration in turn:
+Kernel ops run their semantics' entry (in float64, the op-table reference). A custom kernel runs
+its block graph with the exact semantics of DESIGN.md §1, for every thread block of the grid at
+once (the blocks are stacked on leading axes, one per grid dim) and for each loop iteration in
+turn:
 
 1. each block input loads, at iteration i, the tile its imap and fmap select: data dim d is cut
    into parts, outermost first by the grid dims that map to d (x, then y, then z), then by the
@@ -13,6 +14,9 @@ leading axes, one per grid dim) and for each loop iteration in turn:
    the post-loop ops run once per block;
 4. each block output is stored by its omap: a grid dim that maps to data dim d concatenates the
    blocks' tiles along d (same nesting as the inputs); a grid dim that maps to none sums them.
+
+The arithmetic is a `Semantics` (`prism.ir.semantics`): float64 by default, the op table's
+references; data movement is the same in every domain.
 """
 
 from __future__ import annotations
@@ -26,15 +30,18 @@ from prism.errors import InputError
 from prism.ir.dims import evaluate
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
 from prism.ir.ops import OPS
+from prism.ir.semantics import FLOAT64, Semantics, SumBlocks
 from prism.ir.spec import check
 
 
-def interpret(graph: KernelGraph, *arrays: Any,
-              assignment: Mapping[str, int] | None = None) -> list[np.ndarray]:
-    """Run `graph` on `arrays` (inputs in the graph's input order) in float64; return its outputs.
+def interpret(graph: KernelGraph, *arrays: Any, assignment: Mapping[str, int] | None = None,
+              semantics: Semantics | None = None) -> list[np.ndarray]:
+    """Run `graph` on `arrays` (inputs in the graph's input order); return its outputs.
 
     A symbolic graph needs an `assignment` of every variable (grid sizes, loop ranges, map bits).
+    `semantics` is the number domain (default `FLOAT64`, the op table's references).
     """
+    sem = semantics or FLOAT64
     env = dict(assignment or {})
     check(graph, env)
     if len(arrays) != len(graph.inputs):
@@ -42,37 +49,25 @@ def interpret(graph: KernelGraph, *arrays: Any,
                          f"got {len(arrays)}; pass one array per input, in that order")
     values: dict[str, np.ndarray] = {}
     for name, arr in zip(graph.inputs, arrays, strict=True):
-        values[name] = _as_float64(arr, name, _concrete(graph.shape(name), env))
+        values[name] = sem.convert(arr, name, _concrete(graph.shape(name), env))
     for op in graph.ops:
         if op.kind in ("input", "output"):
             continue
         if op.kind == "customized":
             assert op.block is not None
-            results = run_block_graph(op.block, [values[t] for t in op.inputs], env)
+            results = run_block_graph(op.block, [values[t] for t in op.inputs], env, sem)
             values.update(zip(op.outputs, results, strict=True))
         else:
-            values[op.outputs[0]] = _apply(op, [values[t] for t in op.inputs], 0)
+            values[op.outputs[0]] = _apply(sem, op, [values[t] for t in op.inputs], 0)
     return [values[t] for t in graph.outputs]
-
-
-def _as_float64(arr: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
-    if hasattr(arr, "detach"):  # a torch tensor, without importing torch here
-        arr = arr.detach().cpu().double().numpy()
-    a = np.asarray(arr, dtype=np.float64)
-    if a.shape != shape:
-        raise InputError(f"input {name} has shape {a.shape}, the graph expects {shape}; "
-                         "pass arrays of the graph's input shapes in its input order")
-    return a
 
 
 def _concrete(shape: Sequence[Any], env: Mapping[str, int]) -> tuple[int, ...]:
     return tuple(evaluate(d, env) for d in shape)
 
 
-def _apply(op: Op, xs: list[np.ndarray], lead: int) -> np.ndarray:
-    ref = OPS[op.kind].reference
-    assert ref is not None, op.kind
-    return ref(xs, op.attr, lead)
+def _apply(sem: Semantics, op: Op, xs: list[np.ndarray], lead: int) -> np.ndarray:
+    return sem.compute[op.kind](xs, op.attr, lead)
 
 
 def _map_rows(m: Map, env: Mapping[str, int]) -> list[int]:
@@ -121,16 +116,18 @@ def load_tiles(data: np.ndarray, imap: list[int], fmap: int, grid: list[int],
     return split.transpose(order)
 
 
-def store_tiles(tiles: np.ndarray, omap: list[int], grid: list[int]) -> np.ndarray:
+def store_tiles(tiles: np.ndarray, omap: list[int], grid: list[int],
+                sum_blocks: SumBlocks = FLOAT64.sum_blocks) -> np.ndarray:
     """Combine per-block tiles [*grid, *tile] into the output: concatenate along the omap'd data
-    dims (grid order = nesting order, outermost first), sum over grid dims mapped to none."""
+    dims (grid order = nesting order, outermost first), sum over grid dims mapped to none (with
+    `sum_blocks`, the semantics' sum)."""
     k = len(grid)
     tiles = np.broadcast_to(tiles, (*grid, *tiles.shape[k:]))
     rank = tiles.ndim - k
     summed = tuple(p for p in range(k) if omap[p] < 0)
     kept = [p for p in range(k) if omap[p] >= 0]
     if summed:
-        tiles = tiles.sum(axis=summed)
+        tiles = sum_blocks(tiles, summed)
     # Axes now: kept grid dims (in order), then the tile dims.
     axis_of = {p: i for i, p in enumerate(kept)}
     order: list[int] = []
@@ -146,7 +143,8 @@ def store_tiles(tiles: np.ndarray, omap: list[int], grid: list[int]) -> np.ndarr
 
 
 def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
-                    env: Mapping[str, int] | None = None) -> list[np.ndarray]:
+                    env: Mapping[str, int] | None = None,
+                    semantics: Semantics = FLOAT64) -> list[np.ndarray]:
     """Execute one custom kernel: every block of the grid, every loop iteration."""
     env = env or {}
     grid = [evaluate(g, env) for g in bg.grid]
@@ -171,20 +169,19 @@ def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
             # Basic indexing gives a view; np.take would copy the whole input every iteration.
             vals[name] = tiles[(slice(None),) * k + (i if tiles.shape[k] > 1 else 0,)]
         for op in body:
-            vals[op.outputs[0]] = _apply(op, [vals[t] for t in op.inputs], k)
+            vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
         for op in accums:
-            acc = OPS[op.kind].accumulation
-            assert acc is not None
+            acc = semantics.accumulate[op.kind]
             part = acc.step(vals[op.inputs[0]], op.attr)
             name = op.outputs[0]
+            # Steps add with `+`; a domain that must reduce its sums (modular) does it in finish.
             totals[name] = part if name not in totals else totals[name] + part
     vals = {}
     for op in accums:
-        acc = OPS[op.kind].accumulation
-        assert acc is not None
+        acc = semantics.accumulate[op.kind]
         width = evaluate(bg.shape(op.inputs[0])[-1], env) * loops
         vals[op.outputs[0]] = acc.finish(totals[op.outputs[0]], width, op.attr)
     for op in after:
-        vals[op.outputs[0]] = _apply(op, [vals[t] for t in op.inputs], k)
-    return [store_tiles(vals[op.inputs[0]], _map_rows(op.attr["omap"], env), grid)
-            for op in bg.output_ops]
+        vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
+    return [store_tiles(vals[op.inputs[0]], _map_rows(op.attr["omap"], env), grid,
+                        semantics.sum_blocks) for op in bg.output_ops]

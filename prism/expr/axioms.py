@@ -1,0 +1,261 @@
+"""The axiom table: one source of truth for the verifier (and, later, the search's pruning).
+
+Each axiom is data: a name, the identity as a rewrite over tensor terms (`prism.expr.tensor_terms`
+gives their meaning), whether it may be used in both directions, a condition, a one-line
+statement, and the kind of its soundness evidence: `smt` (proved by z3 over real numbers,
+pointwise, see `prism.smt`) or `random` (a randomized float64 check over many random shapes,
+sizes and values, see `prism.expr.evidence`). `tests/expr/test_axioms.py` runs every axiom's
+evidence.
+
+Conditions read the tensor analysis (axes and symbolic shapes) and atoms only, so the e-graph and
+the proof checker decide them alike. Every condition first requires each bound tensor to be
+well-shaped: an axiom never applies to a term the analysis cannot give a shape.
+
+Prism's own table (REFERENCE.md §1.6) is the checklist; unlike it, this table
+- tracks shapes, so the partitioned-matmul rules say which dim they split (rows of A, columns of
+  B, the batch) and the broadcast rules say which operand broadcasts;
+- never swaps the operands of div or pow across a replicate (Prism's `bc-div-replicate1`);
+- keeps the 1/n of rms and mean: `red_ld_rms` is the true RMS, as executed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prism.expr.rules import Facts, Rule
+from prism.expr.tensor_terms import AtomInfo, TensorInfo
+
+UNARY = ("exp", "silu", "relu", "gelu", "sqrt", "square")
+ELEMENTWISE = ("add", "mul", "div", "pow")
+
+
+@dataclass(frozen=True)
+class Axiom:
+    name: str
+    lhs: str
+    rhs: str
+    statement: str
+    evidence: str                      # "smt" | "random"
+    group: str
+    bidirectional: bool = False
+    condition: Callable[[Facts], bool] | None = None
+
+    def rule(self) -> Rule:
+        return Rule(self.name, self.lhs, self.rhs, _guarded(self), self.bidirectional)
+
+
+def _guarded(ax: Axiom) -> Callable[[Facts], bool]:
+    variables = Rule(ax.name, ax.lhs, ax.rhs, None, ax.bidirectional).lhs.vars
+
+    def condition(f: Facts) -> bool:
+        if any(f.data(v) is None for v in variables):
+            return False
+        return ax.condition is None or bool(ax.condition(f))
+    return condition
+
+
+# -- condition vocabulary -------------------------------------------------------------------------
+
+def _info(f: Facts, v: str) -> TensorInfo | None:
+    data = f.data(v)
+    return data if isinstance(data, TensorInfo) else None
+
+
+def _int(f: Facts, v: str) -> int | None:
+    atom = f.atom(v)
+    return int(atom) if atom is not None and atom.isdigit() else None
+
+
+def is_tensor(*vs: str) -> Callable[[Facts], bool]:
+    return lambda f: all(_info(f, v) is not None for v in vs)
+
+
+def is_axis(*vs: str) -> Callable[[Facts], bool]:
+    return lambda f: all(isinstance(f.data(v), AtomInfo) and not str(f.atom(v)).isdigit()
+                         for v in vs)
+
+
+def distinct(a: str, b: str) -> Callable[[Facts], bool]:
+    return lambda f: f.atom(a) is not None and f.atom(a) != f.atom(b)
+
+
+def dim_from_end(d: str, t: str, k: int) -> Callable[[Facts], bool]:
+    """Data dim `d` of tensor `t` is its k-th from last (1: the last)."""
+    def cond(f: Facts) -> bool:
+        info, i = _info(f, t), _int(f, d)
+        return info is not None and i is not None and i == info.rank - k
+    return cond
+
+
+def batch_dim(d: str, t: str) -> Callable[[Facts], bool]:
+    def cond(f: Facts) -> bool:
+        info, i = _info(f, t), _int(f, d)
+        return info is not None and i is not None and i < info.rank - 2
+    return cond
+
+
+def size_one(t: str, d: str) -> Callable[[Facts], bool]:
+    """Tensor `t` has size 1 along dim `d`: it broadcasts along it."""
+    def cond(f: Facts) -> bool:
+        info, i = _info(f, t), _int(f, d)
+        return info is not None and i is not None and i < info.rank and info.shape[i] == 1
+    return cond
+
+
+def last_size_one(t: str) -> Callable[[Facts], bool]:
+    def cond(f: Facts) -> bool:
+        info = _info(f, t)
+        return info is not None and info.rank >= 1 and info.shape[-1] == 1
+    return cond
+
+
+def same_shape(a: str, b: str) -> Callable[[Facts], bool]:
+    def cond(f: Facts) -> bool:
+        x, y = _info(f, a), _info(f, b)
+        return x is not None and y is not None and x.shape == y.shape
+    return cond
+
+
+def all_of(*conds: Callable[[Facts], bool]) -> Callable[[Facts], bool]:
+    return lambda f: all(c(f) for c in conds)
+
+
+def _ax(name: str, lhs: str, rhs: str, statement: str, evidence: str, group: str,
+        both: bool = False, condition: Callable[[Facts], bool] | None = None) -> Axiom:
+    return Axiom(name, lhs, rhs, statement, evidence, group, both, condition)
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+_ALGEBRA = [
+    _ax("add-comm", "(add ?a ?b)", "(add ?b ?a)", "a + b = b + a", "smt", "algebra"),
+    _ax("mul-comm", "(mul ?a ?b)", "(mul ?b ?a)", "a · b = b · a", "smt", "algebra"),
+    _ax("add-assoc", "(add (add ?a ?b) ?c)", "(add ?a (add ?b ?c))", "(a + b) + c = a + (b + c)",
+        "smt", "algebra", both=True),
+    _ax("mul-assoc", "(mul (mul ?a ?b) ?c)", "(mul ?a (mul ?b ?c))", "(a · b) · c = a · (b · c)",
+        "smt", "algebra", both=True),
+    _ax("mul-distrib-add", "(mul (add ?a ?b) ?c)", "(add (mul ?a ?c) (mul ?b ?c))",
+        "(a + b) · c = a·c + b·c", "smt", "algebra", both=True),
+    _ax("div-distrib-add", "(div (add ?a ?b) ?c)", "(add (div ?a ?c) (div ?b ?c))",
+        "(a + b) / c = a/c + b/c", "smt", "algebra", both=True),
+    _ax("div-mul-common-denominator", "(mul (div ?a ?c) (div ?b ?c))",
+        "(div (mul ?a ?b) (mul ?c ?c))", "(a/c) · (b/c) = (a·b) / (c·c)", "smt", "algebra",
+        both=True),
+    _ax("square-is-mul", "(square ?a)", "(mul ?a ?a)", "a² = a · a", "smt", "algebra", both=True),
+    _ax("matmul-assoc", "(matmul (matmul ?a ?b) ?c)", "(matmul ?a (matmul ?b ?c))",
+        "(A B) C = A (B C)", "random", "algebra", both=True),
+    _ax("matmul-distrib-add-left", "(matmul (add ?a ?b) ?c)", "(add (matmul ?a ?c) (matmul ?b ?c))",
+        "(A + B) C = A C + B C", "random", "algebra", both=True),
+    _ax("matmul-distrib-add-right", "(matmul ?a (add ?b ?c))",
+        "(add (matmul ?a ?b) (matmul ?a ?c))", "A (B + C) = A B + A C", "random", "algebra",
+        both=True),
+    _ax("matmul-div-rows", "(matmul (div ?a ?b) ?c)", "(div (matmul ?a ?c) ?b)",
+        "(A / b) C = (A C) / b when b is one value per row (last dim 1)", "random", "algebra",
+        both=True, condition=last_size_one("?b")),
+    _ax("rms-norm-definition", "(rms_norm ?x ?d)", "(div ?x (sqrt (mean (square ?x) ?d)))",
+        "rms_norm(x) = x / sqrt(mean(x², d))", "random", "algebra", both=True),
+]
+
+
+def _movement() -> list[Axiom]:
+    out: list[Axiom] = []
+    for u in UNARY:
+        out += [
+            _ax(f"{u}-part", f"({u} (part ?t ?d ?g))", f"(part ({u} ?t) ?d ?g)",
+                f"{u} commutes with splitting a dim", "random", "unary", both=True),
+            _ax(f"{u}-rep", f"({u} (rep ?t ?g))", f"(rep ({u} ?t) ?g)",
+                f"{u} commutes with replication", "random", "unary", both=True),
+        ]
+    for op in ELEMENTWISE:
+        out += [
+            _ax(f"{op}-part-part", f"({op} (part ?a ?d ?g) (part ?b ?d ?g))",
+                f"(part ({op} ?a ?b) ?d ?g)",
+                f"{op} of two tensors split alike is the split {op} (equal sizes along d)",
+                "random", "elementwise", both=True, condition=_same_dim("?a", "?b", "?d")),
+            _ax(f"{op}-part-rep", f"({op} (part ?a ?d ?g) (rep ?b ?g))",
+                f"(part ({op} ?a ?b) ?d ?g)",
+                f"{op} of a split tensor and a replicated one that broadcasts along d",
+                "random", "elementwise", both=True, condition=size_one("?b", "?d")),
+            _ax(f"{op}-rep-part", f"({op} (rep ?a ?g) (part ?b ?d ?g))",
+                f"(part ({op} ?a ?b) ?d ?g)",
+                f"{op} of a replicated tensor that broadcasts along d and a split one",
+                "random", "elementwise", both=True, condition=size_one("?a", "?d")),
+            _ax(f"{op}-rep-rep", f"({op} (rep ?a ?g) (rep ?b ?g))", f"(rep ({op} ?a ?b) ?g)",
+                f"{op} commutes with replication", "random", "elementwise", both=True),
+        ]
+    out += [
+        _ax("matmul-rep-rep", "(matmul (rep ?a ?g) (rep ?b ?g))", "(rep (matmul ?a ?b) ?g)",
+            "matmul commutes with replication", "random", "matmul", both=True),
+        _ax("matmul-rows", "(matmul (part ?a ?d ?g) (rep ?b ?g))", "(part (matmul ?a ?b) ?d ?g)",
+            "splitting A's rows splits the product's rows", "random", "matmul", both=True,
+            condition=dim_from_end("?d", "?a", 2)),
+        _ax("matmul-cols", "(matmul (rep ?a ?g) (part ?b ?d ?g))", "(part (matmul ?a ?b) ?d ?g)",
+            "splitting B's columns splits the product's columns", "random", "matmul", both=True,
+            condition=dim_from_end("?d", "?b", 1)),
+        _ax("matmul-batch", "(matmul (part ?a ?d ?g) (part ?b ?d ?g))",
+            "(part (matmul ?a ?b) ?d ?g)", "splitting the batch of both splits the product's",
+            "random", "matmul", both=True, condition=batch_dim("?d", "?a")),
+        _ax("matmul-k-partial-sums", "(red (matmul (part ?a ?da ?g) (part ?b ?db ?g)) ?g)",
+            "(matmul ?a ?b)", "Σ_i A_i B_i over the K-chunks of A and B is A B", "random",
+            "matmul", condition=all_of(dim_from_end("?da", "?a", 1),
+                                       dim_from_end("?db", "?b", 2))),
+        _ax("comb-part", "(comb (part ?t ?d ?g) ?d ?g)", "?t",
+            "concatenating the chunks of a split gives the tensor back", "random", "movement"),
+        _ax("part-comb", "(part (comb ?t ?d ?g) ?d ?g)", "?t",
+            "splitting a concatenation along its axis gives the pieces back", "random",
+            "movement"),
+        _ax("part-rep-commute", "(part (rep ?t ?g) ?d ?h)", "(rep (part ?t ?d ?h) ?g)",
+            "splitting and replicating along different axes commute", "random", "movement",
+            both=True, condition=distinct("?g", "?h")),
+        _ax("comb-rep-commute", "(comb (rep ?t ?g) ?d ?h)", "(rep (comb ?t ?d ?h) ?g)",
+            "concatenating and replicating along different axes commute", "random", "movement",
+            both=True, condition=distinct("?g", "?h")),
+        _ax("red-rep-commute", "(red (rep ?t ?g) ?h)", "(rep (red ?t ?h) ?g)",
+            "summing and replicating along different axes commute", "random", "movement",
+            both=True, condition=distinct("?g", "?h")),
+        _ax("part-part-commute", "(part (part ?t ?d ?g) ?e ?h)", "(part (part ?t ?e ?h) ?d ?g)",
+            "splits of different dims along different axes commute", "random", "movement",
+            both=True, condition=all_of(distinct("?d", "?e"), distinct("?g", "?h"))),
+        _ax("comb-comb-commute", "(comb (comb ?t ?d ?g) ?e ?h)", "(comb (comb ?t ?e ?h) ?d ?g)",
+            "concatenations of different dims along different axes commute", "random",
+            "movement", both=True, condition=all_of(distinct("?d", "?e"), distinct("?g", "?h"))),
+    ]
+    for r in ("sum", "mean"):
+        out += [
+            _ax(f"{r}-rep", f"({r} (rep ?t ?g) ?d)", f"(rep ({r} ?t ?d) ?g)",
+                f"{r} over a dim commutes with replication", "random", "reduction", both=True),
+            _ax(f"{r}-part-other", f"({r} (part ?t ?e ?g) ?d)", f"(part ({r} ?t ?d) ?e ?g)",
+                f"{r} over one dim commutes with splitting another", "random", "reduction",
+                both=True, condition=distinct("?d", "?e")),
+        ]
+    out += [
+        _ax("sum-of-chunk-sums", "(sum (red (part ?t ?d ?g) ?g) ?d)", "(sum ?t ?d)",
+            "summing the chunk sums of a dim is summing the dim", "random", "reduction"),
+        _ax("mean-of-chunk-means", "(mean (mred (part ?t ?d ?g) ?g) ?d)", "(mean ?t ?d)",
+            "the mean of equal chunks' means is the mean", "random", "reduction"),
+        _ax("rms-norm-rep", "(rms_norm (rep ?t ?g) ?d)", "(rep (rms_norm ?t ?d) ?g)",
+            "rms_norm commutes with replication", "random", "reduction", both=True),
+        _ax("mred-rep", "(mred (rep ?t ?g) ?g)", "?t",
+            "the mean of equal copies is the copy", "random", "reduction"),
+    ]
+    return out
+
+
+def _same_dim(a: str, b: str, d: str) -> Callable[[Facts], bool]:
+    def cond(f: Facts) -> bool:
+        x, y, i = _info(f, a), _info(f, b), _int(f, d)
+        return x is not None and y is not None and i is not None and i < min(x.rank, y.rank) \
+            and x.shape[i] == y.shape[i]
+    return cond
+
+
+AXIOMS: tuple[Axiom, ...] = (*_ALGEBRA, *_movement())
+AXIOMS_BY_NAME: dict[str, Axiom] = {a.name: a for a in AXIOMS}
+assert len(AXIOMS_BY_NAME) == len(AXIOMS), "axiom names must be unique"
+
+
+def rules(names: list[str] | None = None) -> list[Rule]:
+    """The axioms as e-graph rules (all of them, or those named)."""
+    chosen = AXIOMS if names is None else tuple(AXIOMS_BY_NAME[n] for n in names)
+    return [a.rule() for a in chosen]

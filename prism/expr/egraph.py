@@ -1,0 +1,504 @@
+"""An e-graph with explanations: equality saturation whose every equality can be replayed.
+
+Design (after egg, Willsey et al. POPL'21, with explanations always on):
+
+- Every e-node is added once per distinct *original* form (head, ids it was added with) and gets
+  its own id, which stands for one concrete term; the union-find groups ids into e-classes.
+- `_memo` maps canonical e-nodes (children are e-class roots) to an id holding that node; after
+  `rebuild()` it is congruence-closed: equal canonical nodes are in one class.
+- Unions are deferred-rebuilt: a union queues the parents of the absorbed class; `rebuild()`
+  re-canonicalises them and merges congruent ones (justified by congruence).
+- A rule fires on *witnesses*: each variable is bound to one id of the matched class (its leaf
+  if it has one, else its root), its condition is asked of those witnesses, and the union joins
+  the concrete instances side[σ] and other[σ]. So each rule edge is one checkable rewrite, and
+  the checker, asking the same `Facts` of the same terms, gets the same answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from prism.errors import NotEquivalentError, RuleError
+from prism.expr.explain import CONGRUENCE, Justification, Node, ProofForest, RuleEdge
+from prism.expr.proof import Step
+from prism.expr.rules import (
+    BACKWARD,
+    DIRECTIONS,
+    FORWARD,
+    Analysis,
+    Facts,
+    Rule,
+    is_var,
+    rules_by_name,
+)
+from prism.expr.terms import Term
+
+# A compiled pattern: a variable name, or ((head, arity), compiled arguments).
+_Compiled = str | tuple[tuple[str, int], tuple[Any, ...]]
+_Subst = dict[str, int]
+_Match = tuple[Rule, str, int, _Subst]  # rule, direction, matched class, variables ↦ classes
+_REVERSE = {FORWARD: BACKWARD, BACKWARD: FORWARD}
+
+
+class ENode(NamedTuple):
+    """A canonical e-node: a head and the e-class ids of its children."""
+
+    head: str
+    children: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What `EGraph.run` did; `applied` counts, per rule, the unions that merged two classes."""
+
+    stop_reason: str  # "saturated" | "goal" | "iter_limit" | "node_limit" | "time_limit"
+    iterations: int
+    nodes: int
+    classes: int
+    seconds: float
+    applied: dict[str, int]
+
+    def __str__(self) -> str:
+        return (f"{self.stop_reason} after {self.iterations} iteration(s): {self.nodes} e-nodes "
+                f"in {self.classes} e-classes, {self.seconds:.3f} s")
+
+
+class _Class:
+    __slots__ = ("by_op", "data", "leaf", "nodes", "parents")
+
+    def __init__(self, node: Node, node_id: int, data: Any):
+        self.nodes: dict[Node, int] = {node: node_id}  # canonical node → an id added as it
+        self.parents: list[tuple[Node, int]] = []  # (node using this class, its id)
+        self.by_op: dict[tuple[str, int], list[tuple[int, ...]]] = {}  # filled by rebuild
+        self.data = data
+        self.leaf = None if node[1] else node_id  # the oldest leaf id in the class
+
+
+class EGraph:
+    """Terms, equalities between them, equality saturation, extraction and explanations."""
+
+    def __init__(self, analysis: Analysis | None = None):
+        self.analysis = analysis
+        self._uf: list[int] = []  # union-find parent of each id
+        self._node: list[Node] = []  # each id's node as it was added
+        self._term_data: list[Any] = []  # each id's analysis data, folded over its own term
+        self._terms: dict[int, Term] = {}
+        self._uncanon: dict[Node, int] = {}  # node as added → its id
+        self._memo: dict[Node, int] = {}  # canonical node → an id holding it
+        self._classes: dict[int, _Class] = {}  # keyed by root id
+        self._pending: list[tuple[Node, int]] = []  # parents to re-canonicalise
+        self._analysis_pending: list[tuple[Node, int]] = []  # parents to re-make
+        self._index: dict[tuple[str, int], list[int]] = {}  # (head, arity) → classes
+        self._forest = ProofForest(self._node.__getitem__, self._term)
+        self._dirty = False
+        self._changes = 0  # new canonical nodes + merges; unchanged across a pass = saturated
+        self._extraction: tuple[int, dict[int, Node]] = (-1, {})
+
+    # ---- building -------------------------------------------------------------------------
+
+    def add(self, term: Term) -> int:
+        """Add a term; return an id of its e-class that stands for exactly this term."""
+        return self._add_term(term, {})
+
+    def _add_term(self, term: Term, seen: dict[Term, int]) -> int:
+        if term not in seen:
+            children = tuple(self._add_term(a, seen) for a in term.args)
+            seen[term] = self._add_node(term.head, children)
+            self._terms.setdefault(seen[term], term)
+        return seen[term]
+
+    def _add_node(self, head: str, children: tuple[int, ...]) -> int:
+        node = (head, children)
+        known = self._uncanon.get(node)
+        if known is not None:
+            return known
+        new = self._forest.add()
+        self._uf.append(new)
+        self._node.append(node)
+        self._uncanon[node] = new
+        if self.analysis is not None:
+            self._term_data.append(
+                self.analysis.make(head, tuple(self._term_data[c] for c in children)))
+        canon = self._canonical(node)
+        existing = self._memo.get(canon)
+        if existing is not None:  # a congruent node exists: join its class
+            self._uf[new] = self.find(existing)
+            self._forest.union(new, existing, CONGRUENCE)
+            return new
+        self._memo[canon] = new
+        self._classes[new] = _Class(canon, new, self._make(canon))
+        for child in set(canon[1]):
+            self._classes[child].parents.append((canon, new))
+        self._changes += 1
+        self._dirty = True
+        return new
+
+    def _make(self, node: Node) -> Any:
+        if self.analysis is None:
+            return None
+        return self.analysis.make(node[0], tuple(self._classes[self.find(c)].data
+                                                 for c in node[1]))
+
+    def _canonical(self, node: Node) -> Node:
+        return (node[0], tuple(self.find(c) for c in node[1])) if node[1] else node
+
+    def find(self, id_: int) -> int:
+        """The canonical id (root) of the e-class holding `id_`."""
+        uf = self._uf
+        root = id_
+        while uf[root] != root:
+            root = uf[root]
+        while uf[id_] != root:  # path compression
+            uf[id_], id_ = root, uf[id_]
+        return root
+
+    def union(self, a: int, b: int, reason: str) -> bool:
+        """Assert term(a) = term(b). Explanations show it as a forward step of a rule named
+        `reason`, so the checker accepts it only given a rule of that name stating it.
+        Returns whether two classes merged; call `rebuild()` before querying."""
+        return self._union(a, b, RuleEdge(reason, FORWARD, ()))
+
+    def _union(self, a: int, b: int, why: Justification) -> bool:
+        keep, gone = self.find(a), self.find(b)
+        if keep == gone:
+            return False
+        self._forest.union(a, b, why)
+        if len(self._classes[keep].parents) < len(self._classes[gone].parents):
+            keep, gone = gone, keep
+        self._uf[gone] = keep
+        kept, absorbed = self._classes[keep], self._classes.pop(gone)
+        self._pending.extend(absorbed.parents)  # they mention `gone`: re-canonicalise
+        kept.nodes.update(absorbed.nodes)
+        kept.parents.extend(absorbed.parents)
+        if kept.leaf is None or (absorbed.leaf is not None and absorbed.leaf < kept.leaf):
+            kept.leaf = absorbed.leaf
+        if self.analysis is not None:
+            merged = self.analysis.merge(kept.data, absorbed.data)
+            if merged != kept.data or merged != absorbed.data:
+                self._analysis_pending.extend(kept.parents)
+            kept.data = merged
+        self._changes += 1
+        self._dirty = True
+        return True
+
+    def rebuild(self) -> None:
+        """Restore the invariants: congruence closure, analysis fixpoint, canonical nodes."""
+        if not self._dirty:
+            return
+        while self._pending or self._analysis_pending:
+            while self._pending:
+                node, id_ = self._pending.pop()
+                canon = self._canonical(node)
+                other = self._memo.setdefault(canon, id_)
+                if self.find(other) != self.find(id_):  # f(x..) and f(y..) with x = y
+                    self._union(other, id_, CONGRUENCE)
+            self._repair_data()
+        self._normalize()
+        self._dirty = False
+
+    def _repair_data(self) -> None:
+        """Re-make the data of parents whose children's data changed, to a fixpoint."""
+        analysis = self.analysis
+        while analysis is not None and self._analysis_pending:
+            node, id_ = self._analysis_pending.pop()
+            cls = self._classes[self.find(id_)]
+            merged = analysis.merge(cls.data, self._make(node))
+            if merged != cls.data:
+                cls.data = merged
+                self._analysis_pending.extend(cls.parents)
+
+    def _normalize(self) -> None:
+        """Canonicalise every class's nodes; rebuild the memo, parent lists and head index."""
+        self._memo, self._index = {}, {}
+        for root, cls in self._classes.items():
+            nodes: dict[Node, int] = {}
+            for node, id_ in cls.nodes.items():
+                nodes.setdefault(self._canonical(node), id_)
+            cls.nodes, cls.parents, cls.by_op = nodes, [], {}
+            for node in nodes:
+                cls.by_op.setdefault((node[0], len(node[1])), []).append(node[1])
+            for op in cls.by_op:
+                self._index.setdefault(op, []).append(root)
+            self._memo.update(nodes)
+        for cls in self._classes.values():
+            for node, id_ in cls.nodes.items():
+                for child in set(node[1]):
+                    self._classes[child].parents.append((node, id_))
+
+    # ---- equality saturation --------------------------------------------------------------
+
+    def run(self, rules: Iterable[Rule], *, iter_limit: int = 30, node_limit: int = 10_000,
+            time_limit: float = 5.0,
+            goal: Callable[[EGraph], bool] | None = None) -> RunReport:
+        """Saturate: match every rule (both directions if bidirectional), apply, rebuild, repeat.
+
+        Stops at the first of: `goal(self)` holds (checked before each iteration), an iteration
+        changed nothing, `iter_limit` iterations, more than `node_limit` e-nodes (also checked
+        while applying, before congruence closure), `time_limit` seconds (also checked while
+        matching and applying). An interrupted iteration is counted and rebuilt.
+        """
+        rules = list(rules)
+        rules_by_name(rules)  # names must be unique: reports and explanations use them
+        compiled = {(r.name, d): _compile(r.sides(d)[0].term) for r in rules
+                    for d in DIRECTIONS}
+        start = time.perf_counter()
+        deadline = start + time_limit
+        applied = dict.fromkeys((r.name for r in rules), 0)
+        iterations, reason = 0, None
+        self.rebuild()
+        while reason is None:
+            reason = self._stop_reason(goal, iterations, iter_limit, node_limit, deadline)
+            if reason is None:
+                before = self._changes
+                matches, reason = self._search(rules, compiled, deadline)
+                reason = reason or self._apply(matches, compiled, applied, node_limit, deadline)
+                self.rebuild()
+                iterations += 1
+                if reason is None and self._changes == before:
+                    reason = "saturated"
+        return RunReport(reason, iterations, self.num_nodes, self.num_classes,
+                         time.perf_counter() - start, applied)
+
+    def _stop_reason(self, goal: Callable[[EGraph], bool] | None, iterations: int,
+                     iter_limit: int, node_limit: int, deadline: float) -> str | None:
+        if goal is not None and goal(self):
+            return "goal"
+        self.rebuild()  # the goal may have added terms
+        if iterations >= iter_limit:
+            return "iter_limit"
+        if len(self._memo) > node_limit:
+            return "node_limit"
+        if time.perf_counter() >= deadline:
+            return "time_limit"
+        return None
+
+    def _search(self, rules: list[Rule], compiled: dict[tuple[str, str], _Compiled],
+                deadline: float) -> tuple[list[_Match], str | None]:
+        matches: list[_Match] = []
+        for rule in rules:
+            for direction in rule.directions():
+                pattern = compiled[(rule.name, direction)]
+                roots = (list(self._classes) if isinstance(pattern, str)
+                         else self._index.get(pattern[0], ()))
+                for root in roots:
+                    matches.extend((rule, direction, root, s)
+                                   for s in self._match(pattern, root, {}))
+                if time.perf_counter() >= deadline:
+                    return matches, "time_limit"
+        return matches, None
+
+    def _match(self, pattern: _Compiled, root: int, subst: _Subst) -> list[_Subst]:
+        """Every extension of `subst` under which `pattern` matches a node of class `root`."""
+        if isinstance(pattern, str):
+            return _bind([subst], pattern, root)
+        op, args = pattern
+        found: list[_Subst] = []
+        for children in self._classes[root].by_op.get(op, ()):
+            partial = [subst]
+            for arg, child in zip(args, children, strict=True):
+                if isinstance(arg, str):  # a variable: bind or compare, no recursion
+                    partial = _bind(partial, arg, child)
+                else:
+                    partial = [s for p in partial for s in self._match(arg, child, p)]
+                if not partial:
+                    break
+            found.extend(partial)
+        return found
+
+    def _apply(self, matches: list[_Match],
+               compiled: dict[tuple[str, str], _Compiled], applied: dict[str, int],
+               node_limit: int, deadline: float) -> str | None:
+        for count, (rule, direction, root, subst) in enumerate(matches):
+            if len(self._memo) > node_limit:
+                return "node_limit"
+            if count % 256 == 255 and time.perf_counter() >= deadline:
+                return "time_limit"
+            built = compiled[(rule.name, _REVERSE[direction])]
+            if self._lookup_instance(built, subst) == self.find(root):
+                continue  # already equal: a new edge would prove nothing new
+            witness = {var: self._witness(c) for var, c in subst.items()}
+            if rule.condition is not None and not rule.condition(_WitnessFacts(self, witness)):
+                continue
+            a = self._instantiate(compiled[(rule.name, direction)], witness)
+            b = self._instantiate(built, witness)
+            if self._union(a, b, RuleEdge(rule.name, direction, tuple(witness.items()))):
+                applied[rule.name] += 1
+        return None
+
+    def _witness(self, root: int) -> int:
+        """The id a variable bound to this class stands for: its oldest leaf, else its root."""
+        root = self.find(root)
+        leaf = self._classes[root].leaf
+        return root if leaf is None else leaf
+
+    def _lookup_instance(self, pattern: _Compiled, subst: _Subst) -> int | None:
+        """The class of the pattern instance if it is represented (up to congruence), or None."""
+        uf = self._uf
+        if isinstance(pattern, str):
+            root = subst[pattern]
+            return root if uf[root] == root else self.find(root)
+        (head, _), args = pattern
+        children = []
+        for arg in args:
+            if isinstance(arg, str):  # the common case, inlined: this runs once per match
+                child = subst[arg]
+                if uf[child] != child:
+                    child = self.find(child)
+            else:
+                sub = self._lookup_instance(arg, subst)
+                if sub is None:
+                    return None
+                child = sub
+            children.append(child)
+        found = self._memo.get((head, tuple(children)))
+        return found if found is None or uf[found] == found else self.find(found)
+
+    def _instantiate(self, pattern: _Compiled, witness: dict[str, int]) -> int:
+        """The id of the pattern's instance whose variables are the witnesses' own terms."""
+        if isinstance(pattern, str):
+            return witness[pattern]
+        (head, _), args = pattern
+        return self._add_node(head, tuple([self._instantiate(a, witness) for a in args]))
+
+    # ---- queries --------------------------------------------------------------------------
+
+    @property
+    def num_nodes(self) -> int:
+        self.rebuild()
+        return len(self._memo)
+
+    @property
+    def num_classes(self) -> int:
+        self.rebuild()
+        return len(self._classes)
+
+    def lookup(self, term: Term) -> int | None:
+        """The root of the class representing `term` (up to congruence), or None; adds nothing."""
+        self.rebuild()
+        children = []
+        for arg in term.args:
+            child = self.lookup(arg)
+            if child is None:
+                return None
+            children.append(child)
+        id_ = self._memo.get((term.head, tuple(children)))
+        return None if id_ is None else self.find(id_)
+
+    def equivalent(self, a: Term, b: Term) -> bool:
+        """Whether a = b has been proved (both terms are added if they are not represented)."""
+        ia, ib = self.add(a), self.add(b)
+        self.rebuild()
+        return self.find(ia) == self.find(ib)
+
+    def classes(self) -> list[int]:
+        """The canonical ids of all e-classes."""
+        self.rebuild()
+        return list(self._classes)
+
+    def nodes(self, class_id: int) -> list[ENode]:
+        """The canonical e-nodes of a class."""
+        self.rebuild()
+        return [ENode(*node) for node in self._classes[self.find(class_id)].nodes]
+
+    def data(self, class_id: int) -> Any:
+        """The analysis data of a class (None without an analysis)."""
+        self.rebuild()
+        return self._classes[self.find(class_id)].data
+
+    def extract(self, class_id: int) -> Term:
+        """A smallest term (by AST size) in the class."""
+        self.rebuild()
+        best = self._best_nodes()
+        built: dict[int, Term] = {}
+
+        def build(root: int) -> Term:
+            if root not in built:
+                head, children = best[root]
+                built[root] = Term(head, [build(c) for c in children])
+            return built[root]
+
+        return build(self.find(class_id))
+
+    def _best_nodes(self) -> dict[int, Node]:
+        """For each class, a node of least total size; costs relaxed to a fixpoint."""
+        if self._extraction[0] == self._changes:
+            return self._extraction[1]
+        cost: dict[int, int] = {}
+        best: dict[int, Node] = {}
+        changed = True
+        while changed:
+            changed = False
+            for root, cls in self._classes.items():
+                for node in cls.nodes:
+                    if all(c in cost for c in node[1]):
+                        size = 1 + sum(cost[c] for c in node[1])
+                        if size < cost.get(root, size + 1):
+                            cost[root], best[root], changed = size, node, True
+        self._extraction = (self._changes, best)
+        return best
+
+    # ---- explanations ---------------------------------------------------------------------
+
+    def explain(self, a: Term, b: Term) -> list[Step]:
+        """A flat explanation of a = b: whole terms, each one rule application from the last."""
+        ia, ib = self.add(a), self.add(b)
+        self.rebuild()
+        if self.find(ia) != self.find(ib):
+            raise NotEquivalentError(f"{a} and {b} are not proved equal in this e-graph; "
+                                     "run more rules (or larger limits) first")
+        return list(self._forest.explain(ia, ib))
+
+    def _term(self, id_: int) -> Term:
+        """The concrete term an id was added as."""
+        if id_ not in self._terms:
+            head, children = self._node[id_]
+            self._terms[id_] = Term(head, [self._term(c) for c in children])
+        return self._terms[id_]
+
+    def __repr__(self) -> str:
+        return f"EGraph({self.num_nodes} e-nodes, {self.num_classes} e-classes)"
+
+
+class _WitnessFacts(Facts):
+    """Facts about the witness ids of a match: the same answers `TermFacts` gives for their terms
+    (the atom of a leaf; analysis data folded over the id's own term, not merged over its class)."""
+
+    def __init__(self, egraph: EGraph, witness: dict[str, int]):
+        self._egraph = egraph
+        self._witness = witness
+
+    def _id(self, var: str) -> int:
+        if var not in self._witness:
+            raise RuleError(f"a condition asks about {var}, which its pattern does not bind")
+        return self._witness[var]
+
+    def atom(self, var: str) -> str | None:
+        head, children = self._egraph._node[self._id(var)]
+        return None if children else head
+
+    def data(self, var: str) -> Any:
+        if self._egraph.analysis is None:
+            raise RuleError(f"a condition reads the analysis data of {var}, but the e-graph "
+                            "has no analysis")
+        return self._egraph._term_data[self._id(var)]
+
+
+def _bind(substs: list[_Subst], var: str, root: int) -> list[_Subst]:
+    """Extend each substitution with var ↦ root, dropping those that bind var elsewhere."""
+    out = []
+    for subst in substs:
+        bound = subst.get(var)
+        if bound is None:
+            out.append({**subst, var: root})
+        elif bound == root:
+            out.append(subst)
+    return out
+
+
+def _compile(pattern: Term) -> _Compiled:
+    if is_var(pattern.head):
+        return pattern.head
+    return ((pattern.head, len(pattern.args)), tuple(_compile(a) for a in pattern.args))

@@ -1,0 +1,164 @@
+"""Formal equivalence: is a candidate graph equal to the target, for every grid size and loop
+range? The answer is a value — `Proved(steps)`, `Refuted(counterexample)`, `Unknown(reason)` or
+`Invalid(reason)` — never a print.
+
+1. The candidate must be well-formed (`spec`) and take the target's inputs and give its outputs
+   (same counts and shapes), else `Invalid`.
+2. Both become tensor terms (`translate`), the candidate's inputs renamed to the target's by
+   position; grid and loop sizes stay opaque axis names, so one proof covers every size.
+3. An e-graph holding both, with the tensor analysis, is saturated with the axiom table until
+   each output pair shares an e-class (the goal) or a limit is reached. Each proof is the flat
+   explanation from candidate to target, replayed by the independent checker before it is
+   returned.
+4. Without a proof, random testing decides between `Refuted` (a counterexample) and `Unknown`
+   (the limits were reached, or the axioms could not show it; random tests found no difference).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from prism.errors import PrismError
+from prism.expr import EGraph, RunReport, Step, check_explanation
+from prism.expr.axioms import AXIOMS_BY_NAME, rules
+from prism.expr.tensor_terms import TensorAnalysis
+from prism.expr.terms import Term
+from prism.ir.graph import KernelGraph
+from prism.ir.spec import problems
+from prism.verify.random_test import random_test
+from prism.verify.translate import translate
+
+
+@dataclass(frozen=True)
+class Limits:
+    iterations: int = 30
+    nodes: int = 20_000
+    seconds: float = 10.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str                      # equivalent | not_equivalent | unknown | invalid
+    method: str
+    seconds: float
+    steps: tuple[tuple[Step, ...], ...] = ()       # one proof per output
+    counterexample: dict[str, Any] | None = None
+    reason: str = ""
+    report: str = ""
+
+    @property
+    def proof_steps(self) -> int:
+        return sum(len(s) for s in self.steps)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"verdict": self.verdict, "method": self.method,
+                               "proof_steps": self.proof_steps, "seconds": round(self.seconds, 4)}
+        if self.steps:
+            out["proof"] = [[step_json(s) for s in proof] for proof in self.steps]
+        if self.counterexample is not None:
+            out["counterexample"] = self.counterexample
+        if self.reason:
+            out["reason"] = self.reason
+        if self.report:
+            out["egraph"] = self.report
+        return out
+
+
+def step_json(s: Step) -> dict[str, Any]:
+    ax = AXIOMS_BY_NAME.get(s.rule)
+    return {"axiom": s.rule, "direction": s.direction, "path": list(s.path),
+            "rewrote": str(s.before.at(s.path)), "into": str(s.after.at(s.path)),
+            "before": str(s.before), "after": str(s.after),
+            "statement": ax.statement if ax else "", "evidence": ax.evidence if ax else ""}
+
+
+@dataclass
+class _Clock:
+    start: float = field(default_factory=time.perf_counter)
+
+    def __call__(self) -> float:
+        return time.perf_counter() - self.start
+
+
+def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits()) -> Verdict:
+    clock = _Clock()
+    invalid = _invalid_reason(target, candidate)
+    if invalid:
+        return Verdict("invalid", "spec", clock(), reason=invalid)
+    tgt = translate(target)
+    cand = translate(candidate, input_names=tgt.inputs)
+    analysis = TensorAnalysis(dict(zip(tgt.inputs, (target.shape(t) for t in target.inputs),
+                                       strict=True)))
+    egraph = EGraph(analysis)
+    pairs = [(egraph.add(c), egraph.add(t)) for c, t in zip(cand.terms, tgt.terms, strict=True)]
+    table = rules()
+    report: RunReport | None = None
+    try:
+        report = egraph.run(table, iter_limit=limits.iterations, node_limit=limits.nodes,
+                            time_limit=limits.seconds,
+                            goal=lambda e: all(e.find(a) == e.find(b) for a, b in pairs))
+    except PrismError as e:  # an analysis conflict: report it, never claim a proof
+        return _fallback(target, candidate, clock, f"the e-graph stopped: {e}", "")
+    if all(egraph.find(a) == egraph.find(b) for a, b in pairs):
+        proofs = []
+        for c, t in zip(cand.terms, tgt.terms, strict=True):
+            steps = egraph.explain(c, t)
+            check_explanation(steps, table, c, t, analysis)
+            proofs.append(tuple(steps))
+        return Verdict("equivalent", "e-graph", clock(), steps=tuple(proofs), report=str(report))
+    why = {"saturated": "the axioms cannot show it (saturated)"}.get(
+        report.stop_reason, f"limit reached ({report.stop_reason})")
+    return _fallback(target, candidate, clock, why, str(report))
+
+
+def _fallback(target: KernelGraph, candidate: KernelGraph, clock: _Clock, why: str,
+              report: str) -> Verdict:
+    result = random_test(target, candidate)
+    if not result.equal:
+        cex = result.counterexample.to_json() if result.counterexample else None
+        return Verdict("not_equivalent", result.method, clock(), counterexample=cex,
+                       reason=f"no proof ({why}); random testing found a difference",
+                       report=report)
+    return Verdict("unknown", "e-graph", clock(), report=report,
+                   reason=f"no proof: {why}; random testing ({result.method}, "
+                          f"{result.trials} trial(s)) found no difference")
+
+
+def _invalid_reason(target: KernelGraph, candidate: KernelGraph) -> str:
+    found = problems(candidate) if not candidate.free_vars() else []
+    if found:
+        return f"the candidate is not well-formed: {found[0]}"
+    if len(candidate.inputs) != len(target.inputs):
+        return (f"the candidate takes {len(candidate.inputs)} inputs, the target "
+                f"{len(target.inputs)}")
+    for t, c in zip(target.inputs, candidate.inputs, strict=True):
+        if target.shape(t) != candidate.shape(c):
+            return (f"input {c} has shape {_shape(candidate, c)}, the target's {t} "
+                    f"{_shape(target, t)}")
+    if len(candidate.outputs) != len(target.outputs):
+        return (f"the candidate gives {len(candidate.outputs)} outputs, the target "
+                f"{len(target.outputs)}")
+    for t, c in zip(target.outputs, candidate.outputs, strict=True):
+        if target.shape(t) != candidate.shape(c):
+            return f"output {c} has shape {_shape(candidate, c)}, the target's {_shape(target, t)}"
+    return ""
+
+
+def _shape(g: KernelGraph, t: str) -> str:
+    return "[" + ", ".join(str(d) for d in g.shape(t)) + "]"
+
+
+def show_proof(steps: tuple[Step, ...]) -> str:
+    """A proof, one rewrite per line: the axiom, its direction and the subterm it rewrote."""
+    lines = [f"  start  {steps[0].before}" if steps else "  (the terms are identical)"]
+    for i, s in enumerate(steps, 1):
+        arrow = "→" if s.direction == "forward" else "←"
+        lines.append(f"  {i:>3}. {s.rule} {arrow}  {s.before.at(s.path)}  ⇒  {s.after.at(s.path)}")
+    if steps:
+        lines.append(f"  end    {steps[-1].after}")
+    return "\n".join(lines)
+
+
+__all__ = ["Limits", "Term", "Verdict", "show_proof", "step_json", "verify"]

@@ -1,0 +1,362 @@
+"""Random testing: the independent cross-check of the equivalence verifier (DESIGN.md §1).
+
+    random_test(target, candidate)     # float64 on standard-normal inputs, up to rtol
+    modular_test(target, candidate)    # Mirage's Z_167 × Z_83 fingerprints, exactly
+
+Both run the two graphs with `prism.ir.interpret` on the same random inputs, `trials` times, and
+compare every output. A candidate with free variables (grid sizes, loop ranges, map bits) runs
+under each of a few concrete assignments — given, or found by `valid_assignments` — so one call
+checks several members of its family. The answer is a `RandomTestResult` value; on a difference
+it carries a `Counterexample` that reproduces it (the inputs are `float_inputs(shapes, seed)` or
+`modular.random_inputs(shapes, seed)`).
+
+Graphs that cannot be compared (different numbers of inputs or outputs, different input shapes, a
+target with free variables) raise `VerifyError`; an output of a different shape is a difference.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from prism.errors import DimExprError, VerifyError
+from prism.ir.dims import Dim, evaluate
+from prism.ir.graph import KernelGraph, Map
+from prism.ir.interpret import interpret
+from prism.ir.semantics import FLOAT64, Semantics
+from prism.ir.spec import problems
+from prism.verify import modular
+
+Assignment = tuple[tuple[str, int], ...]   # sorted (variable, value) pairs: hashable
+Shapes = list[tuple[int, ...]]
+
+ENUMERATION_BUDGET = 2048   # assignments tried exhaustively; beyond this, a seeded sample
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Counterexample:
+    """Where two graphs differ: under `assignment`, on the inputs drawn with `seed`, output
+    `output` differs first at `index` (`target` vs `candidate` there), in `mismatches` elements.
+    Float64 tests also give the largest absolute difference and that over max |target|."""
+
+    assignment: Assignment
+    seed: int
+    output: int
+    index: tuple[int, ...]
+    target: float | int
+    candidate: float | int
+    mismatches: int
+    max_abs_diff: float | None = None
+    max_rel_err: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"assignment": dict(self.assignment), "seed": self.seed, "output": self.output,
+                "index": list(self.index), "target": _json_number(self.target),
+                "candidate": _json_number(self.candidate), "mismatches": self.mismatches,
+                "max_abs_diff": _json_number(self.max_abs_diff),
+                "max_rel_err": _json_number(self.max_rel_err)}
+
+
+@dataclass(frozen=True)
+class RandomTestResult:
+    """The verdict of a random test: `equal` on every trial and assignment tested, or not, with
+    a `counterexample` (or, for outputs of different shapes, only a `reason`)."""
+
+    equal: bool
+    method: str                          # "random-float64" | "random-modular"
+    trials: int
+    assignments: tuple[Assignment, ...]  # the assignments run, in order
+    counterexample: Counterexample | None = None
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"equal": self.equal, "method": self.method, "trials": self.trials,
+                "assignments": [dict(a) for a in self.assignments],
+                "counterexample": self.counterexample.to_json() if self.counterexample else None,
+                "reason": self.reason}
+
+
+def _json_number(x: float | int | None) -> float | int | str | None:
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)   # "nan", "inf", "-inf": JSON has no such numbers
+    return x
+
+
+# -- the two methods -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Diff:
+    index: tuple[int, ...]
+    mismatches: int
+    max_abs_diff: float | None = None
+    max_rel_err: float | None = None
+
+
+@dataclass(frozen=True)
+class _Method:
+    name: str
+    semantics: Semantics
+    draw: Callable[[Shapes, int], list[np.ndarray]]
+    compare: Callable[[np.ndarray, np.ndarray], _Diff | None]
+
+
+def float_inputs(shapes: Shapes, seed: int = 0) -> list[np.ndarray]:
+    """Standard-normal float64 arrays, reproducible from `seed`; an exact 0 becomes 1."""
+    rng = np.random.default_rng(seed)
+    return [np.where(a == 0.0, 1.0, a) for a in (rng.standard_normal(s) for s in shapes)]
+
+
+def _float_diff(rtol: float) -> Callable[[np.ndarray, np.ndarray], _Diff | None]:
+    """Close where |candidate − target| ≤ rtol · max |target| (or both are the same inf/nan)."""
+    def compare(want: np.ndarray, got: np.ndarray) -> _Diff | None:
+        finite = np.isfinite(want) & np.isfinite(got)
+        scale = float(np.abs(want[finite]).max()) if finite.any() else 0.0
+        scale = max(scale, float(np.finfo(np.float64).tiny))
+        abs_diff = np.where(finite, np.abs(got - want), np.inf)
+        same_special = ~finite & ((want == got) | (np.isnan(want) & np.isnan(got)))
+        bad = (abs_diff > rtol * scale) & ~same_special
+        if not bad.any():
+            return None
+        worst = float(abs_diff[bad].max())
+        return _Diff(_first(bad), int(bad.sum()), worst, worst / scale)
+    return compare
+
+
+def _exact_diff(want: np.ndarray, got: np.ndarray) -> _Diff | None:
+    bad = want != got
+    return _Diff(_first(bad), int(bad.sum())) if bad.any() else None
+
+
+def _first(bad: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), bad.shape))
+
+
+# -- the tests -------------------------------------------------------------------------------------
+
+def random_test(target: KernelGraph, candidate: KernelGraph, *,
+                assignments: Sequence[Mapping[str, int]] | None = None, trials: int = 3,
+                seed: int = 0, rtol: float = 1e-9) -> RandomTestResult:
+    """Do `target` and `candidate` agree in float64 on `trials` random inputs (up to `rtol` of
+    each output's largest magnitude), under each assignment of the candidate's free variables?"""
+    method = _Method("random-float64", FLOAT64, float_inputs, _float_diff(rtol))
+    return _run(method, target, candidate, assignments, trials, seed)
+
+
+def modular_test(target: KernelGraph, candidate: KernelGraph, *,
+                 assignments: Sequence[Mapping[str, int]] | None = None, trials: int = 2,
+                 seed: int = 0) -> RandomTestResult:
+    """The same with Mirage's fingerprint arithmetic (`prism.verify.modular`), compared exactly.
+    Sound and nearly complete for LAX programs; a heuristic beyond them (see that module)."""
+    method = _Method("random-modular", modular.MODULAR, modular.random_inputs, _exact_diff)
+    return _run(method, target, candidate, assignments, trials, seed)
+
+
+def _run(method: _Method, target: KernelGraph, candidate: KernelGraph,
+         assignments: Sequence[Mapping[str, int]] | None, trials: int,
+         seed: int) -> RandomTestResult:
+    if trials < 1:
+        raise VerifyError(f"trials is {trials}; run at least one trial")
+    shapes = _comparable(target, candidate)
+    envs = [dict(a) for a in assignments] if assignments is not None else \
+        valid_assignments(candidate, seed=seed)
+    if not envs:
+        raise VerifyError(f"no assignment of {_names(candidate)} makes "
+                          f"{_label(candidate, 'candidate')} well-formed; pass assignments=")
+    for env in envs:
+        _same_input_shapes(candidate, env, shapes)
+    tested: list[Assignment] = []
+    for trial in range(trials):
+        trial_seed = seed + trial
+        arrays = method.draw(shapes, trial_seed)
+        want = _quietly(target, arrays, {}, method.semantics)
+        for env in envs:
+            key = _key(env)
+            if key not in tested:
+                tested.append(key)
+            got = _quietly(candidate, arrays, env, method.semantics)
+            failed = _compare_outputs(method, want, got, key, trial_seed, trials, tested)
+            if failed is not None:
+                return failed
+    return RandomTestResult(True, method.name, trials, tuple(tested))
+
+
+def _quietly(graph: KernelGraph, arrays: list[np.ndarray], env: Mapping[str, int],
+             semantics: Semantics) -> list[np.ndarray]:
+    """`interpret` without NumPy's warnings: random inputs do reach √(x < 0) or 1/0, and the
+    comparison treats the same nan or inf in both outputs as equal."""
+    with np.errstate(all="ignore"):
+        return interpret(graph, *arrays, assignment=env, semantics=semantics)
+
+
+def _compare_outputs(method: _Method, want: list[np.ndarray], got: list[np.ndarray],
+                     env: Assignment, seed: int, trials: int,
+                     tested: list[Assignment]) -> RandomTestResult | None:
+    for i, (w, g) in enumerate(zip(want, got, strict=True)):
+        if w.shape != g.shape:
+            reason = (f"output {i} has shape {g.shape} in the candidate, {w.shape} in the target"
+                      f"{_under(env)}")
+            return RandomTestResult(False, method.name, trials, tuple(tested), reason=reason)
+        diff = method.compare(w, g)
+        if diff is not None:
+            cex = Counterexample(env, seed, i, diff.index, w[diff.index].item(),
+                                 g[diff.index].item(), diff.mismatches, diff.max_abs_diff,
+                                 diff.max_rel_err)
+            reason = (f"output {i} differs at index {list(diff.index)} in {diff.mismatches} "
+                      f"element(s){_under(env)} (inputs seed {seed})")
+            return RandomTestResult(False, method.name, trials, tuple(tested), cex, reason)
+    return None
+
+
+def _under(env: Assignment) -> str:
+    return f" under {', '.join(f'{k}={v}' for k, v in env)}" if env else ""
+
+
+def _key(env: Mapping[str, int]) -> Assignment:
+    return tuple(sorted((k, int(v)) for k, v in env.items()))
+
+
+# -- can the two graphs be compared? ---------------------------------------------------------------
+
+def _comparable(target: KernelGraph, candidate: KernelGraph) -> Shapes:
+    """The target's input shapes, once the pair is known to be comparable."""
+    t, c = _label(target, "target"), _label(candidate, "candidate")
+    if target.free_vars():
+        raise VerifyError(f"{t} has free variables ({_names(target)}); the target must be "
+                          "concrete: substitute values with prism.ir.substitute_graph first")
+    for what, n, m in (("inputs", len(target.inputs), len(candidate.inputs)),
+                       ("outputs", len(target.outputs), len(candidate.outputs))):
+        if n != m:
+            raise VerifyError(f"{t} has {n} {what} and {c} has {m}; random testing compares "
+                              "graphs with the same inputs and outputs, in the same order")
+    return [tuple(evaluate(d) for d in target.shape(x)) for x in target.inputs]
+
+
+def _same_input_shapes(candidate: KernelGraph, env: Mapping[str, int], shapes: Shapes) -> None:
+    for i, (name, want) in enumerate(zip(candidate.inputs, shapes, strict=True)):
+        got = tuple(evaluate(d, env) for d in candidate.shape(name))
+        if got != want:
+            raise VerifyError(f"input {i} ({name}) of {_label(candidate, 'candidate')} has shape "
+                              f"{list(got)}{_under(_key(env))}, the target's has {list(want)}; "
+                              "pass graphs whose inputs match in order and shape")
+
+
+def _label(graph: KernelGraph, role: str) -> str:
+    return f"{role} {graph.name}" if graph.name else f"the {role}"
+
+
+def _names(graph: KernelGraph) -> str:
+    return ", ".join(sorted(graph.free_vars()))
+
+
+# -- assignments of a symbolic graph ---------------------------------------------------------------
+
+def valid_assignments(graph: KernelGraph, limit: int = 4, seed: int = 0) -> list[dict[str, int]]:
+    """Up to `limit` assignments of `graph`'s free variables under which it passes `spec`.
+
+    Grid sizes and loop ranges range over the powers of two dividing the graph's concrete dims,
+    and those dims themselves; map bits over 0 and 1. Every combination is tried when there are
+    at most `ENUMERATION_BUDGET`, else a sample drawn with `seed` (plus the all-smallest and
+    all-largest). The valid ones are ordered by total parallelism (product of the sizes) and
+    picked spread out: the smallest, the largest, then midpoints. Deterministic for a seed.
+    """
+    names = sorted(graph.free_vars())
+    if not names:
+        return [{}]
+    bits = _bit_names(graph)
+    sizes = _size_candidates(graph)
+    domains: list[Sequence[int]] = [(0, 1) if n in bits else sizes for n in names]
+    dims, maps = _dims_and_maps(graph)
+    pool = [dict(zip(names, values, strict=True)) for values in _combinations(domains, seed)]
+    pool = [env for env in pool if _plausible(env, dims, maps)]
+    pool.sort(key=lambda env: (math.prod(v for n, v in env.items() if n not in bits),
+                               tuple(env.values())))
+    chosen: list[dict[str, int]] = []
+    for i in _spread(len(pool)):
+        if not problems(graph, pool[i]):
+            chosen.append(pool[i])
+            if len(chosen) == limit:
+                break
+    return chosen
+
+
+def _combinations(domains: list[Sequence[int]], seed: int) -> list[tuple[int, ...]]:
+    if math.prod(len(d) for d in domains) <= ENUMERATION_BUDGET:
+        return list(itertools.product(*domains))
+    rng = np.random.default_rng(seed)
+    corners = [tuple(d[0] for d in domains), tuple(d[-1] for d in domains)]
+    sample = [tuple(d[int(rng.integers(len(d)))] for d in domains)
+              for _ in range(ENUMERATION_BUDGET)]
+    return list(dict.fromkeys(corners + sample))
+
+
+def _spread(n: int) -> Iterator[int]:
+    """0, n−1, then the midpoints of the gaps, breadth first: every index once."""
+    if n == 0:
+        return
+    yield 0
+    if n == 1:
+        return
+    yield n - 1
+    gaps = [(0, n - 1)]
+    while gaps:
+        lo, hi = gaps.pop(0)
+        if hi - lo < 2:
+            continue
+        mid = (lo + hi) // 2
+        yield mid
+        gaps += [(lo, mid), (mid, hi)]
+
+
+def _size_candidates(graph: KernelGraph) -> list[int]:
+    """1, the powers of two dividing some concrete dim of the graph's tensors, and those dims."""
+    concrete = {d.value for _, shape in graph.tensors for d in shape if d.is_const}
+    values = {1} | concrete
+    for n in concrete:
+        values |= {1 << k for k in range(n.bit_length()) if n % (1 << k) == 0}
+    return sorted(values)
+
+
+def _dims_and_maps(graph: KernelGraph) -> tuple[list[Dim], list[Map]]:
+    dims = [d for _, shape in graph.tensors for d in shape]
+    maps: list[Map] = []
+    for _, bg in graph.iter_blocks():
+        dims += [*bg.grid, bg.forloop_range]
+        dims += [d for _, shape in bg.tensors for d in shape]
+        maps += [v for op in bg.ops for _, v in op.attrs if isinstance(v, Map)]
+    return list(dict.fromkeys(dims)), maps
+
+
+def _plausible(env: Mapping[str, int], dims: list[Dim], maps: list[Map]) -> bool:
+    """The cheap part of `spec`: every dim an integer ≥ 1, every map row 0/1 with one 1 at most."""
+    try:
+        if any(evaluate(d, env) < 1 for d in dims):
+            return False
+        return all(sum(evaluate(e, env) for e in row) <= 1 for m in maps for row in m.rows)
+    except DimExprError:
+        return False
+
+
+def _bit_names(graph: KernelGraph) -> set[str]:
+    dims, maps = _dims_and_maps(graph)
+    found: set[str] = set()
+    for d in [*dims, *(e for m in maps for row in m.rows for e in row)]:
+        found |= _bits_of(d)
+    return found
+
+
+def _bits_of(d: Dim) -> set[str]:
+    found: set[str] = set()
+    for mono, _ in d.terms:
+        for atom, _ in mono:
+            if atom.num is not None and atom.den is not None:
+                found |= _bits_of(atom.num) | _bits_of(atom.den)
+            elif atom.is_bit:
+                found.add(atom.name)
+    return found

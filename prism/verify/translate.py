@@ -1,0 +1,170 @@
+"""Term translation: a kernel graph (block graphs included) as tensor terms, one per output.
+
+Data movement becomes explicit (`prism.expr.tensor_terms` gives the meaning of every head):
+
+- a block input reading kernel tensor T: for each grid dim p (x, y, z), `(part T d g_p)` when the
+  imap sends p to data dim d, else `(rep T g_p)`; then the loop: `(part · d F)` for fmap d, else
+  `(rep · F)`;
+- accumulators close the loop axis F: `nored` → `(red t F)`; `red_ld_sum` → `(sum (red t F) last)`;
+  `red_ld_mean` → `(mean (mred t F) last)`; `red_ld_rms` → `(sqrt (mean (mred (square t) F) last))`
+  (the true mean, as executed); `redtox_ld_sum` → `(red (part (red t F) last k) k)` over a chunk
+  axis k;
+- a block output: for each grid dim p, innermost first, `(comb t d g_p)` when the omap sends p to
+  d, else `(red t g_p)`.
+
+Grid and loop sizes stay opaque axis names, so one proof covers every size; an axis of constant
+size 1 is left out (a split into one part, a copy onto one block and a sum over one block are
+identities). Axis names are distinct per custom kernel (`gx`, `F`; `gx1`, `F1`; ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from prism.errors import PrismError
+from prism.expr.terms import Term
+from prism.ir.dims import Dim, evaluate
+from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
+
+GRID_AXES = ("gx", "gy", "gz")
+RESERVED_PREFIXES = ("gx", "gy", "gz", "F", "k")
+
+
+def leaf(text: str | int) -> Term:
+    return Term(str(text), ())
+
+
+def tensor_leaf(name: str) -> str:
+    """A kernel input's leaf name, kept apart from atoms (dim indices, axis names)."""
+    reserved = name[:1].isdigit() or any(name.startswith(p) and name[len(p):].isdigit()
+                                         for p in RESERVED_PREFIXES) or name in RESERVED_PREFIXES
+    return f"{name}_" if reserved else name
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The terms of a graph's outputs, its input leaves in order, and every axis's size."""
+
+    terms: tuple[Term, ...]
+    inputs: tuple[str, ...]
+    sizes: dict[str, Dim] = field(default_factory=dict)
+
+
+def translate(graph: KernelGraph, input_names: Sequence[str] | None = None) -> Translation:
+    """One term per graph output, over the graph's inputs: leaves named by `tensor_leaf`, or by
+    `input_names` in input order (to read a candidate over the target's inputs)."""
+    names = list(input_names) if input_names is not None else \
+        [tensor_leaf(t) for t in graph.inputs]
+    leaves = dict(zip(graph.inputs, names, strict=True))
+    env: dict[str, Term] = {}
+    sizes: dict[str, Dim] = {}
+    kernels = 0
+    for op in graph.ops:
+        if op.kind == "input":
+            env[op.outputs[0]] = leaf(leaves[op.outputs[0]])
+        elif op.kind == "output":
+            continue
+        elif op.kind == "customized":
+            if op.block is None:
+                raise PrismError("a custom kernel without a block graph cannot be translated")
+            suffix = str(kernels) if kernels else ""
+            kernels += 1
+            outs = _block(op.block, [env[t] for t in op.inputs], suffix, sizes)
+            env.update(zip(op.outputs, outs, strict=True))
+        else:
+            env[op.outputs[0]] = _compute(op, [env[t] for t in op.inputs],
+                                          len(graph.shape(op.inputs[0])) if op.inputs else 0)
+    return Translation(tuple(env[t] for t in graph.outputs), tuple(names), sizes)
+
+
+def _compute(op: Op, args: list[Term], rank: int) -> Term:
+    """A compute op; attributes become atom arguments (a dim index, a scalar)."""
+    attrs = op.attr
+    if op.kind in ("sum", "mean"):
+        return Term(op.kind, (*args, leaf(attrs["dim"])))
+    if op.kind == "mul_scalar":
+        return Term(op.kind, (*args, leaf(repr(float(attrs["scalar"])))))
+    if op.kind == "rms_norm":
+        return Term(op.kind, (*args, leaf(rank - 1)))
+    return Term(op.kind, tuple(args))
+
+
+def _is_one(size: Dim) -> bool:
+    return size.is_const and size.value == 1
+
+
+def _map_dims(m: Map) -> list[int]:
+    """Per row, the data dim it splits (-1: none); the map must be concrete."""
+    out = []
+    for row in m.rows:
+        try:
+            hits = [d for d, e in enumerate(row) if evaluate(e) == 1]
+        except PrismError:
+            raise PrismError("a block graph with symbolic maps cannot be translated; "
+                             "instantiate its maps first") from None
+        out.append(hits[0] if hits else -1)
+    return out
+
+
+def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Dim]
+           ) -> list[Term]:
+    grid = [(f"{GRID_AXES[p]}{suffix}", size) for p, size in enumerate(bg.grid)]
+    axes = [(p, name) for p, (name, size) in enumerate(grid) if not _is_one(size)]
+    loop = None if _is_one(bg.forloop_range) else f"F{suffix}"
+    sizes.update((name, size) for name, size in grid if not _is_one(size))
+    if loop is not None:
+        sizes[loop] = bg.forloop_range
+    env: dict[str, Term] = {}
+    inputs = iter(sources)
+    chunks = 0
+    for op in bg.ops:
+        if op.kind == "input":
+            t = next(inputs)
+            imap, fmap = _map_dims(op.attr["imap"]), _map_dims(op.attr["fmap"])[0]
+            for p, name in axes:
+                t = _split(t, imap[p], name)
+            if loop is not None:
+                t = _split(t, fmap, loop)
+            env[op.outputs[0]] = t
+        elif op.kind == "output":
+            continue
+        elif op.kind in _ACCUMULATORS:
+            x = env[op.inputs[0]]
+            last = leaf(len(bg.shape(op.inputs[0])) - 1)
+            chunk = f"k{chunks}{suffix}"
+            if op.kind == "redtox_ld_sum":
+                chunks += 1
+                sizes[chunk] = bg.shape(op.inputs[0])[-1] / op.attr["dimx"]
+            env[op.outputs[0]] = _ACCUMULATORS[op.kind](x, loop, last, chunk)
+        else:
+            env[op.outputs[0]] = _compute(op, [env[t] for t in op.inputs],
+                                          len(bg.shape(op.inputs[0])))
+    results = []
+    for op in bg.output_ops:
+        t = env[op.inputs[0]]
+        omap = _map_dims(op.attr["omap"])
+        for p, name in reversed(axes):
+            t = Term("comb", (t, leaf(omap[p]), leaf(name))) if omap[p] >= 0 else \
+                Term("red", (t, leaf(name)))
+        results.append(t)
+    return results
+
+
+def _split(t: Term, d: int, axis: str) -> Term:
+    return Term("part", (t, leaf(d), leaf(axis))) if d >= 0 else Term("rep", (t, leaf(axis)))
+
+
+def _over_loop(head: str, x: Term, loop: str | None) -> Term:
+    return x if loop is None else Term(head, (x, leaf(loop)))
+
+
+_ACCUMULATORS = {
+    "nored": lambda x, loop, last, k: _over_loop("red", x, loop),
+    "red_ld_sum": lambda x, loop, last, k: Term("sum", (_over_loop("red", x, loop), last)),
+    "red_ld_mean": lambda x, loop, last, k: Term("mean", (_over_loop("mred", x, loop), last)),
+    "red_ld_rms": lambda x, loop, last, k: Term("sqrt", (Term("mean", (
+        _over_loop("mred", Term("square", (x,)), loop), last)),)),
+    "redtox_ld_sum": lambda x, loop, last, k: Term("red", (Term("part", (
+        _over_loop("red", x, loop), last, leaf(k))), leaf(k))),
+}
