@@ -106,6 +106,52 @@ def _cmd_check(args: argparse.Namespace) -> Any:
     return report if args.json else None
 
 
+def _cmd_verify(args: argparse.Namespace) -> Any:
+    from prism.errors import SpecError
+    from prism.targets import resolve
+    from prism.verify.equiv import Limits, show_proof, verify
+    targets = resolve(args.target)
+    if len(targets) != 1:
+        raise PrismError(f"{args.target} holds {len(targets)} graphs; a TARGET is one program "
+                         "(a workload, path.py:function or a one-graph file)")
+    try:
+        candidates = resolve(args.candidate, args.index)
+    except SpecError as e:
+        candidates = []
+        invalid = str(e)
+    limits = Limits(iterations=args.iterations, nodes=args.nodes, seconds=args.time_limit)
+    results = []
+    if not candidates:
+        results.append({"index": args.index or 0, "verdict": "invalid", "method": "spec",
+                        "proof_steps": 0, "seconds": 0.0, "reason": invalid})
+    for i, cand in enumerate(candidates):
+        target = _target_at_shapes(targets[0], cand.graph)
+        verdict = verify(target, cand.graph, limits)
+        row = {"index": args.index if args.index is not None else i, "graph": cand.label,
+               **verdict.to_json()}
+        results.append(row)
+        if not args.json:
+            print(f"{cand.label}: {verdict.verdict} ({verdict.method}, "
+                  f"{verdict.proof_steps} step(s), {verdict.seconds:.3f} s)")
+            for k, steps in enumerate(verdict.steps):
+                print(f" output {k}:\n{show_proof(steps)}")
+            if verdict.reason:
+                print(f"  {verdict.reason}")
+            if verdict.counterexample:
+                print(f"  counterexample: {json.dumps(verdict.counterexample)}")
+    return {"target": targets[0].label, "results": results} if args.json else None
+
+
+def _target_at_shapes(target: Any, candidate: Any) -> Any:
+    """The target's graph; a workload target is traced at the candidate's input shapes."""
+    w = target.workload
+    shapes = [tuple(d.value for d in candidate.shape(t)) for t in candidate.inputs
+              if all(d.is_const for d in candidate.shape(t))]
+    if w is None or len(shapes) != len(w.shapes) or shapes == list(w.shapes.values()):
+        return target.graph
+    return w.with_shapes(**dict(zip(w.shapes, shapes, strict=True))).graph
+
+
 def _cmd_lab(args: argparse.Namespace) -> Any:
     import os
     import subprocess
@@ -157,6 +203,15 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("workload", nargs="?", default=None, help="default: rmsnorm_matmul")
     sp.add_argument("--out", default="out", help="folder for the SVGs and the report")
     sp.add_argument("--seed", type=int, default=0)
+    sp = command("verify", _cmd_verify, "prove a candidate graph equivalent to a target "
+                 "(e-graph with the axiom table), or refute it with a counterexample")
+    sp.add_argument("target", help=target_help)
+    sp.add_argument("candidate", help="a graph .json file (ours or Mirage's: each graph is "
+                    "verified, or only --index I), or a workload / path.py:function")
+    sp.add_argument("--index", type=int)
+    sp.add_argument("--time-limit", type=float, default=10.0, help="e-graph seconds per graph")
+    sp.add_argument("--nodes", type=int, default=20_000, help="e-graph node limit")
+    sp.add_argument("--iterations", type=int, default=30, help="e-graph iteration limit")
     sp = command("lab", _cmd_lab, "JupyterLab on the notebooks (--json: print the command only)")
     sp.add_argument("--notebooks", default="notebooks")
     return p

@@ -228,6 +228,9 @@ def _movement() -> list[Axiom]:
             _ax(f"{r}-part-other", f"({r} (part ?t ?e ?g) ?d)", f"(part ({r} ?t ?d) ?e ?g)",
                 f"{r} over one dim commutes with splitting another", "random", "reduction",
                 both=True, condition=distinct("?d", "?e")),
+            _ax(f"{r}-comb-other", f"({r} (comb ?t ?e ?g) ?d)", f"(comb ({r} ?t ?d) ?e ?g)",
+                f"{r} over one dim commutes with concatenating another", "random", "reduction",
+                both=True, condition=distinct("?d", "?e")),
         ]
     out += [
         _ax("sum-of-chunk-sums", "(sum (red (part ?t ?d ?g) ?g) ?d)", "(sum ?t ?d)",
@@ -236,6 +239,15 @@ def _movement() -> list[Axiom]:
             "the mean of equal chunks' means is the mean", "random", "reduction"),
         _ax("rms-norm-rep", "(rms_norm (rep ?t ?g) ?d)", "(rep (rms_norm ?t ?d) ?g)",
             "rms_norm commutes with replication", "random", "reduction", both=True),
+        _ax("rms-norm-part-other", "(rms_norm (part ?t ?e ?g) ?d)", "(part (rms_norm ?t ?d) ?e ?g)",
+            "rms_norm over one dim commutes with splitting another", "random", "reduction",
+            both=True, condition=distinct("?d", "?e")),
+        _ax("red-part-commute", "(red (part ?t ?d ?h) ?g)", "(part (red ?t ?g) ?d ?h)",
+            "summing along one axis commutes with splitting along another", "random",
+            "movement", both=True, condition=distinct("?g", "?h")),
+        _ax("red-comb-commute", "(red (comb ?t ?d ?h) ?g)", "(comb (red ?t ?g) ?d ?h)",
+            "summing along one axis commutes with concatenating along another", "random",
+            "movement", both=True, condition=distinct("?g", "?h")),
         _ax("mred-rep", "(mred (rep ?t ?g) ?g)", "?t",
             "the mean of equal copies is the copy", "random", "reduction"),
     ]

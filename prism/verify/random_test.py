@@ -26,7 +26,7 @@ import numpy as np
 
 from prism.errors import DimExprError, VerifyError
 from prism.ir.dims import Dim, evaluate
-from prism.ir.graph import KernelGraph, Map
+from prism.ir.graph import KernelGraph, Map, Shape
 from prism.ir.interpret import interpret
 from prism.ir.semantics import FLOAT64, Semantics
 from prism.ir.spec import problems
@@ -263,19 +263,19 @@ def valid_assignments(graph: KernelGraph, limit: int = 4, seed: int = 0) -> list
     Grid sizes and loop ranges range over the powers of two dividing the graph's concrete dims,
     and those dims themselves; map bits over 0 and 1. Every combination is tried when there are
     at most `ENUMERATION_BUDGET`, else a sample drawn with `seed` (plus the all-smallest and
-    all-largest). The valid ones are ordered by total parallelism (product of the sizes) and
-    picked spread out: the smallest, the largest, then midpoints. Deterministic for a seed.
+    all-largest). Kept are those that pass `spec` and stay affordable to interpret (at most
+    `MAX_BLOCKS` blocks per kernel, DESIGN.md §1's device bound, and `MAX_ELEMENTS` tile elements
+    over all blocks). They are ordered by total parallelism (product of the sizes) and picked
+    spread out: the smallest, the largest, then midpoints. Deterministic for a seed.
     """
     names = sorted(graph.free_vars())
     if not names:
         return [{}]
-    bits = _bit_names(graph)
-    sizes = _size_candidates(graph)
-    domains: list[Sequence[int]] = [(0, 1) if n in bits else sizes for n in names]
-    dims, maps = _dims_and_maps(graph)
+    family = _Family.of(graph)
+    domains: list[Sequence[int]] = [(0, 1) if n in family.bits else family.sizes for n in names]
     pool = [dict(zip(names, values, strict=True)) for values in _combinations(domains, seed)]
-    pool = [env for env in pool if _plausible(env, dims, maps)]
-    pool.sort(key=lambda env: (math.prod(v for n, v in env.items() if n not in bits),
+    pool = [env for env in pool if family.plausible(env)]
+    pool.sort(key=lambda env: (math.prod(v for n, v in env.items() if n not in family.bits),
                                tuple(env.values())))
     chosen: list[dict[str, int]] = []
     for i in _spread(len(pool)):
@@ -314,41 +314,61 @@ def _spread(n: int) -> Iterator[int]:
         gaps += [(lo, mid), (mid, hi)]
 
 
-def _size_candidates(graph: KernelGraph) -> list[int]:
+@dataclass(frozen=True)
+class _Family:
+    """What `valid_assignments` needs of a symbolic graph, gathered once."""
+
+    dims: tuple[Dim, ...]                        # every dim: tensors, grids, loops, tiles
+    maps: tuple[Map, ...]                        # every imap, fmap and omap
+    blocks: tuple[tuple[Shape, tuple[Shape, ...]], ...]   # per custom kernel: (grid, tiles)
+    bits: frozenset[str]                         # the 0/1 map variables
+    sizes: tuple[int, ...]                       # the values grid sizes and loop ranges take
+
+    @staticmethod
+    def of(graph: KernelGraph) -> _Family:
+        dims = [d for _, shape in graph.tensors for d in shape]
+        maps: list[Map] = []
+        blocks = []
+        for _, bg in graph.iter_blocks():
+            tiles = tuple(shape for _, shape in bg.tensors)
+            dims += [*bg.grid, bg.forloop_range, *(d for shape in tiles for d in shape)]
+            maps += [v for op in bg.ops for _, v in op.attrs if isinstance(v, Map)]
+            blocks.append((bg.grid, tiles))
+        entries = [e for m in maps for row in m.rows for e in row]
+        bits = frozenset(b for d in [*dims, *entries] for b in _bits_of(d))
+        return _Family(tuple(dict.fromkeys(dims)), tuple(maps), tuple(blocks), bits,
+                       _size_candidates(graph))
+
+    def plausible(self, env: Mapping[str, int]) -> bool:
+        """The cheap part of `spec` (every dim an integer ≥ 1, every map row 0/1 with one 1 at
+        most), and affordable to interpret."""
+        try:
+            if any(evaluate(d, env) < 1 for d in self.dims):
+                return False
+            if any(sum(evaluate(e, env) for e in row) > 1 for m in self.maps for row in m.rows):
+                return False
+            return all(_affordable(grid, tiles, env) for grid, tiles in self.blocks)
+        except DimExprError:
+            return False
+
+
+MAX_BLOCKS = 4096          # blocks per kernel (DESIGN.md §1, hardware feasibility)
+MAX_ELEMENTS = 1 << 24     # tile elements over all blocks the interpreter holds at once
+
+
+def _affordable(grid: Shape, tiles: Sequence[Shape], env: Mapping[str, int]) -> bool:
+    blocks = math.prod(evaluate(g, env) for g in grid)
+    largest = max((math.prod(evaluate(d, env) for d in t) for t in tiles), default=1)
+    return blocks <= MAX_BLOCKS and blocks * largest <= MAX_ELEMENTS
+
+
+def _size_candidates(graph: KernelGraph) -> tuple[int, ...]:
     """1, the powers of two dividing some concrete dim of the graph's tensors, and those dims."""
     concrete = {d.value for _, shape in graph.tensors for d in shape if d.is_const}
     values = {1} | concrete
     for n in concrete:
         values |= {1 << k for k in range(n.bit_length()) if n % (1 << k) == 0}
-    return sorted(values)
-
-
-def _dims_and_maps(graph: KernelGraph) -> tuple[list[Dim], list[Map]]:
-    dims = [d for _, shape in graph.tensors for d in shape]
-    maps: list[Map] = []
-    for _, bg in graph.iter_blocks():
-        dims += [*bg.grid, bg.forloop_range]
-        dims += [d for _, shape in bg.tensors for d in shape]
-        maps += [v for op in bg.ops for _, v in op.attrs if isinstance(v, Map)]
-    return list(dict.fromkeys(dims)), maps
-
-
-def _plausible(env: Mapping[str, int], dims: list[Dim], maps: list[Map]) -> bool:
-    """The cheap part of `spec`: every dim an integer ≥ 1, every map row 0/1 with one 1 at most."""
-    try:
-        if any(evaluate(d, env) < 1 for d in dims):
-            return False
-        return all(sum(evaluate(e, env) for e in row) <= 1 for m in maps for row in m.rows)
-    except DimExprError:
-        return False
-
-
-def _bit_names(graph: KernelGraph) -> set[str]:
-    dims, maps = _dims_and_maps(graph)
-    found: set[str] = set()
-    for d in [*dims, *(e for m in maps for row in m.rows for e in row)]:
-        found |= _bits_of(d)
-    return found
+    return tuple(sorted(values))
 
 
 def _bits_of(d: Dim) -> set[str]:

@@ -77,11 +77,68 @@ def _gated(name: str, act_weight: str, lin_weight: str) -> Callable[..., KernelG
     return build
 
 
+def _attention(name: str, qk_norm: bool) -> Callable[..., KernelGraph]:
+    def build(shapes: Shapes, grid: int | None = None, loop: int | None = None) -> KernelGraph:
+        (b, rows, _d), (_, _, keys) = shapes["Q"], shapes["K"]
+        g = Graph(f"{name}.known_best")
+        Q, K, V = (g.input(p, tuple(shapes[p])) for p in ("Q", "K", "V"))
+        tb = Block(grid=(b, grid or _parts(rows)), forloop_range=loop or _parts(keys))
+        q = tb.input(Q, imap=(0, 1))             # a block of query rows of one batch
+        k = tb.input(K, imap=(0, -1), fmap=2)    # the keys walked by the loop
+        v = tb.input(V, imap=(0, -1), fmap=1)    # the values walked alike
+        e = tb.exp(tb.matmul(tb.rms_norm(q) if qk_norm else q, k))
+        tb.output(tb.div(tb.accum(tb.matmul(e, v)), tb.accum(e, "red_ld_sum")), omap=(0, 1))
+        (out,) = g.customized(tb)
+        g.output(out)
+        return g.build()
+    build.__doc__ = ("exp/sum/div attention in one kernel, flash-style without the max: grid "
+                     "over the batch and blocks of query rows, loop over the keys; E·V and the "
+                     "row sums of E accumulate, one division after the loop" +
+                     (", Q normalised in the block." if qk_norm else "."))
+    return build
+
+
+def lora(shapes: Shapes, grid: int | None = None, loop: int | None = None) -> KernelGraph:
+    """X @ W + (X @ A) @ B in one kernel: grid over the output columns (W and B split on
+    columns, X and A replicated), no loop (X @ A must be complete before it meets B)."""
+    (_, cols) = shapes["W"]
+    g = Graph("lora.known_best")
+    X, W, A, B = (g.input(p, tuple(shapes[p])) for p in ("X", "W", "A", "B"))
+    tb = Block(grid=(grid or _parts(cols),), forloop_range=1)
+    x, w = tb.input(X, imap=(-1,)), tb.input(W, imap=(1,))
+    a, bt = tb.input(A, imap=(-1,)), tb.input(B, imap=(1,))
+    y = tb.add(tb.matmul(x, w), tb.matmul(tb.matmul(x, a), bt))
+    tb.output(tb.accum(y), omap=(1,))
+    (out,) = g.customized(tb)
+    g.output(out)
+    return g.build()
+
+
+def ntrans(shapes: Shapes, grid: int | None = None, loop: int | None = None) -> KernelGraph:
+    """rms_norm(X + alpha * (rms_norm(H) + X)) in one kernel: grid over rows, each block owns
+    whole rows (rms_norm needs them), no loop."""
+    (rows, _) = shapes["X"]
+    g = Graph("ntrans.known_best")
+    H, X, alpha = (g.input(p, tuple(shapes[p])) for p in ("H", "X", "alpha"))
+    tb = Block(grid=(grid or rows,), forloop_range=1)
+    h, x, al = (tb.input(t, imap=(0,)) for t in (H, X, alpha))
+    y = tb.add(x, tb.mul(al, tb.add(tb.rms_norm(h), x)))
+    tb.output(tb.rms_norm(tb.accum(y)), omap=(0,))
+    (out,) = g.customized(tb)
+    g.output(out)
+    return g.build()
+
+
 KNOWN_BEST: dict[str, Callable[..., KernelGraph]] = {
     "rmsnorm_matmul": rmsnorm_matmul,
     "rmsnorm_mlp": rmsnorm_mlp,
     "swiglu": _gated("swiglu", "Wgate", "Wup"),
+    "attention": _attention("attention", qk_norm=False),
+    "qknorm_attention": _attention("qknorm_attention", qk_norm=True),
     "gated_mlp": _gated("gated_mlp", "W1", "W2"),
+    "lora": lora,
+    "gqa": _attention("gqa", qk_norm=False),
+    "ntrans": ntrans,
 }
 
 
