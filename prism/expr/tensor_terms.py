@@ -84,8 +84,11 @@ Info = TensorInfo | AtomInfo | None
 class TensorAnalysis:
     """The e-class analysis: TensorInfo of every tensor term, from the input shapes."""
 
-    def __init__(self, input_shapes: Mapping[str, Sequence[int | Dim]]):
+    def __init__(self, input_shapes: Mapping[str, Sequence[int | Dim]],
+                 axis_sizes: Mapping[str, Dim | int] | None = None):
         self.input_shapes = {k: tuple(dim(d) for d in v) for k, v in input_shapes.items()}
+        # Known axis sizes (constants for a concrete graph); others are the variable of the name.
+        self.axis_sizes = {k: dim(v) for k, v in (axis_sizes or {}).items()}
 
     def make(self, head: str, child_data: tuple[Info, ...]) -> Info:
         if not child_data:
@@ -93,7 +96,7 @@ class TensorAnalysis:
                 return TensorInfo(frozenset(), self.input_shapes[head])
             return AtomInfo(head)
         try:
-            return _make(head, child_data)
+            return _make(head, child_data, self.axis_sizes)
         except (PrismError, ValueError):
             return None  # not well-shaped: no axiom will match a condition on it
 
@@ -135,7 +138,7 @@ def _tensor(info: Info) -> TensorInfo:
     return info
 
 
-def _make(head: str, kids: tuple[Info, ...]) -> Info:
+def _make(head: str, kids: tuple[Info, ...], sizes: Mapping[str, Dim]) -> Info:
     t = _tensor(kids[0])
     if head in ("part", "comb"):
         d, g = _dim_index(kids[1], t.rank), _atom(kids[2], "axis")
@@ -143,11 +146,11 @@ def _make(head: str, kids: tuple[Info, ...]) -> Info:
         if head == "part":
             if g in t.axes:
                 raise TermError(f"axis {g} is already present")
-            shape[d] = shape[d] / var(g)
+            shape[d] = shape[d] / sizes.get(g, var(g))
             return TensorInfo(t.axes | {g}, tuple(shape))
         if g not in t.axes:
             raise TermError(f"comb over axis {g}, which the tensor does not have")
-        shape[d] = shape[d] * var(g)
+        shape[d] = shape[d] * sizes.get(g, var(g))
         return TensorInfo(t.axes - {g}, tuple(shape))
     if head in ("rep", "red", "mred"):
         g = _atom(kids[1], "axis")

@@ -90,7 +90,7 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
     tgt = translate(target)
     cand = translate(candidate, input_names=tgt.inputs)
     analysis = TensorAnalysis(dict(zip(tgt.inputs, (target.shape(t) for t in target.inputs),
-                                       strict=True)))
+                                       strict=True)), {**tgt.sizes, **cand.sizes})
     egraph = EGraph(analysis)
     pairs = [(egraph.add(c), egraph.add(t)) for c, t in zip(cand.terms, tgt.terms, strict=True)]
     table = rules()

@@ -19,6 +19,7 @@ identities). Axis names are distinct per custom kernel (`gx`, `F`; `gx1`, `F1`; 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -28,18 +29,18 @@ from prism.ir.dims import Dim, evaluate
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
 
 GRID_AXES = ("gx", "gy", "gz")
-RESERVED_PREFIXES = ("gx", "gy", "gz", "F", "k")
 
 
 def leaf(text: str | int) -> Term:
     return Term(str(text), ())
 
 
+_RESERVED = re.compile(r"^(\d.*|(gx|gy|gz|F|k|n)\d*(_\d+)?)$")
+
+
 def tensor_leaf(name: str) -> str:
     """A kernel input's leaf name, kept apart from atoms (dim indices, axis names)."""
-    reserved = name[:1].isdigit() or any(name.startswith(p) and name[len(p):].isdigit()
-                                         for p in RESERVED_PREFIXES) or name in RESERVED_PREFIXES
-    return f"{name}_" if reserved else name
+    return f"{name}_" if _RESERVED.match(name) else name
 
 
 @dataclass(frozen=True)
@@ -107,14 +108,37 @@ def _map_dims(m: Map) -> list[int]:
     return out
 
 
+class _AxisNames:
+    """Axis names of one custom kernel. Symbolic sizes get kernel-local names (`gx`, `F`;
+    `gx1`, `F1`, ...). When every size is a constant, an axis is named by its size (`n16`,
+    `n16_1` for a second axis of 16 in the kernel): each kernel's terms close all their axes,
+    so reusing a name across kernels is sound, and equal names let a split in one kernel meet
+    the concatenation of the kernel before it (`part-comb`)."""
+
+    def __init__(self, bg: BlockGraph, suffix: str, sizes: dict[str, Dim]):
+        self.concrete = all(s.is_const for s in (*bg.grid, bg.forloop_range))
+        self.suffix, self.sizes, self.used = suffix, sizes, set()  # type: ignore[var-annotated]
+
+    def name(self, symbolic: str, size: Dim) -> str:
+        if self.concrete and size.is_const:
+            base = name = f"n{size.value}"
+            count = 0
+            while name in self.used:
+                count += 1
+                name = f"{base}_{count}"
+        else:
+            name = f"{symbolic}{self.suffix}"
+        self.used.add(name)
+        self.sizes[name] = size
+        return name
+
+
 def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Dim]
            ) -> list[Term]:
-    grid = [(f"{GRID_AXES[p]}{suffix}", size) for p, size in enumerate(bg.grid)]
-    axes = [(p, name) for p, (name, size) in enumerate(grid) if not _is_one(size)]
-    loop = None if _is_one(bg.forloop_range) else f"F{suffix}"
-    sizes.update((name, size) for name, size in grid if not _is_one(size))
-    if loop is not None:
-        sizes[loop] = bg.forloop_range
+    names = _AxisNames(bg, suffix, sizes)
+    axes = [(p, names.name(GRID_AXES[p], size)) for p, size in enumerate(bg.grid)
+            if not _is_one(size)]
+    loop = None if _is_one(bg.forloop_range) else names.name("F", bg.forloop_range)
     env: dict[str, Term] = {}
     inputs = iter(sources)
     chunks = 0
@@ -132,10 +156,10 @@ def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Di
         elif op.kind in _ACCUMULATORS:
             x = env[op.inputs[0]]
             last = leaf(len(bg.shape(op.inputs[0])) - 1)
-            chunk = f"k{chunks}{suffix}"
+            chunk = ""
             if op.kind == "redtox_ld_sum":
+                chunk = names.name(f"k{chunks}", bg.shape(op.inputs[0])[-1] / op.attr["dimx"])
                 chunks += 1
-                sizes[chunk] = bg.shape(op.inputs[0])[-1] / op.attr["dimx"]
             env[op.outputs[0]] = _ACCUMULATORS[op.kind](x, loop, last, chunk)
         else:
             env[op.outputs[0]] = _compute(op, [env[t] for t in op.inputs],

@@ -7,6 +7,7 @@ import pytest
 
 from prism.expr.tensor_terms import TensorAnalysis, TensorInfo, evaluate
 from prism.expr.terms import parse
+from prism.frontend.builder import Block, Graph
 from prism.frontend.mirage import import_mirage
 from prism.ir.dims import evaluate as eval_dim
 from prism.ir.interpret import interpret
@@ -45,12 +46,15 @@ def test_mirage_corpus_terms(corpus_dir):
 
 
 def test_fused_rmsnorm_term_and_its_shape():
-    g = known_best("rmsnorm_matmul", {"X": (8, 256), "W": (256, 128)})
-    (term,) = translate(g).terms
+    g = known_best("rmsnorm_matmul", {"X": (8, 256), "W": (256, 128)})  # grid 2, loop 4
+    tr = translate(g)
+    (term,) = tr.terms
+    # concrete sizes: each axis is named by its size
     assert term == parse(
-        "(comb (div (red (matmul (part (rep X gx) 1 F) (part (part W 1 gx) 0 F)) F)"
-        " (sqrt (mean (mred (square (part (rep X gx) 1 F)) F) 1))) 1 gx)")
-    analysis = TensorAnalysis({"X": (8, 256), "W": (256, 128)})
+        "(comb (div (red (matmul (part (rep X n2) 1 n4) (part (part W 1 n2) 0 n4)) n4)"
+        " (sqrt (mean (mred (square (part (rep X n2) 1 n4)) n4) 1))) 1 n2)")
+    assert {k: v.value for k, v in tr.sizes.items()} == {"n2": 2, "n4": 4}
+    analysis = TensorAnalysis({"X": (8, 256), "W": (256, 128)}, tr.sizes)
 
     def info(t):
         return analysis.make(t.head, tuple(info(a) for a in t.args))
@@ -58,6 +62,20 @@ def test_fused_rmsnorm_term_and_its_shape():
     assert isinstance(got, TensorInfo) and got.axes == frozenset() and got.shape == (8, 128)
 
 
+def test_symbolic_sizes_keep_kernel_local_axis_names():
+    g = Graph()
+    X, W = g.input("X", (8, 256)), g.input("W", (256, 128))
+    tb = Block(grid=("g0",), forloop_range="F")
+    x, w = tb.input(X, imap=(-1,), fmap=1), tb.input(W, imap=(1,), fmap=0)
+    tb.output(tb.accum(tb.matmul(x, w)), omap=(1,))
+    (o,) = g.customized(tb)
+    g.output(o)
+    (term,) = translate(g.build()).terms
+    assert term == parse("(comb (red (matmul (part (rep X gx) 1 F) (part (part W 1 gx) 0 F)) F)"
+                         " 1 gx)")
+
+
 def test_reserved_names_are_kept_apart_from_atoms():
     assert tensor_leaf("X") == "X" and tensor_leaf("gx") == "gx_" and tensor_leaf("F1") == "F1_"
-    assert tensor_leaf("0") == "0_" and tensor_leaf("k2") == "k2_"
+    assert tensor_leaf("0") == "0_" and tensor_leaf("k2") == "k2_" and tensor_leaf("n16") == "n16_"
+    assert tensor_leaf("n16_1") == "n16_1_" and tensor_leaf("nx") == "nx"
