@@ -26,6 +26,8 @@ from prism.ir import BlockGraph, KernelGraph, Map, check, interpret
 if TYPE_CHECKING:
     from prism.frontend.mirage import import_mirage
     from prism.frontend.workload import Workload, workload
+    from prism.verify.equiv import Verdict, verify
+    from prism.verify.random_test import random_test
     from prism.workloads import WORKLOADS, get_workload
 
 _LAZY = {
@@ -34,6 +36,9 @@ _LAZY = {
     "Workload": "prism.frontend.workload",
     "WORKLOADS": "prism.workloads",
     "get_workload": "prism.workloads",
+    "verify": "prism.verify.equiv",
+    "Verdict": "prism.verify.equiv",
+    "random_test": "prism.verify.random_test",
 }
 
 
@@ -47,6 +52,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "WORKLOADS", "Block", "BlockGraph", "DimExprError", "Graph", "GraphFormatError", "InputError",
     "KernelGraph", "Map", "MirageFormatError", "PrismError", "ShapeError", "SpecError",
-    "TraceFormatError", "UnknownWorkloadError", "UnsupportedOpError", "Workload", "check",
-    "get_workload", "import_mirage", "interpret", "workload",
+    "TraceFormatError", "UnknownWorkloadError", "UnsupportedOpError", "Verdict", "Workload",
+    "check", "get_workload", "import_mirage", "interpret", "random_test", "verify", "workload",
 ]

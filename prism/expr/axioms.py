@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from prism.expr.rules import Facts, Rule
 from prism.expr.tensor_terms import AtomInfo, TensorInfo
@@ -39,7 +40,7 @@ class Axiom:
     evidence: str                      # "smt" | "random"
     group: str
     bidirectional: bool = False
-    condition: Callable[[Facts], bool] | None = None
+    condition: Condition | None = None
 
     def rule(self) -> Rule:
         return Rule(self.name, self.lhs, self.rhs, _guarded(self), self.bidirectional)
@@ -56,6 +57,8 @@ def _guarded(ax: Axiom) -> Callable[[Facts], bool]:
 
 
 # -- condition vocabulary -------------------------------------------------------------------------
+# A condition is data, `Condition(word, args)`: the e-graph and the checker call it on Facts; the
+# egglog oracle compiles each word to premises of its own.
 
 def _info(f: Facts, v: str) -> TensorInfo | None:
     data = f.data(v)
@@ -67,62 +70,120 @@ def _int(f: Facts, v: str) -> int | None:
     return int(atom) if atom is not None and atom.isdigit() else None
 
 
-def is_tensor(*vs: str) -> Callable[[Facts], bool]:
-    return lambda f: all(_info(f, v) is not None for v in vs)
+def _is_tensor(f: Facts, *vs: str) -> bool:
+    return all(_info(f, v) is not None for v in vs)
 
 
-def is_axis(*vs: str) -> Callable[[Facts], bool]:
-    return lambda f: all(isinstance(f.data(v), AtomInfo) and not str(f.atom(v)).isdigit()
-                         for v in vs)
+def _is_axis(f: Facts, *vs: str) -> bool:
+    return all(isinstance(f.data(v), AtomInfo) and not str(f.atom(v)).isdigit() for v in vs)
 
 
-def distinct(a: str, b: str) -> Callable[[Facts], bool]:
-    return lambda f: f.atom(a) is not None and f.atom(a) != f.atom(b)
+def _distinct(f: Facts, a: str, b: str) -> bool:
+    return f.atom(a) is not None and f.atom(a) != f.atom(b)
 
 
-def dim_from_end(d: str, t: str, k: int) -> Callable[[Facts], bool]:
+def _dim_from_end(f: Facts, d: str, t: str, k: int) -> bool:
     """Data dim `d` of tensor `t` is its k-th from last (1: the last)."""
-    def cond(f: Facts) -> bool:
-        info, i = _info(f, t), _int(f, d)
-        return info is not None and i is not None and i == info.rank - k
-    return cond
+    info, i = _info(f, t), _int(f, d)
+    return info is not None and i is not None and i == info.rank - k
 
 
-def batch_dim(d: str, t: str) -> Callable[[Facts], bool]:
-    def cond(f: Facts) -> bool:
-        info, i = _info(f, t), _int(f, d)
-        return info is not None and i is not None and i < info.rank - 2
-    return cond
+def _batch_dim(f: Facts, d: str, t: str) -> bool:
+    info, i = _info(f, t), _int(f, d)
+    return info is not None and i is not None and i < info.rank - 2
 
 
-def size_one(t: str, d: str) -> Callable[[Facts], bool]:
+def _size_one(f: Facts, t: str, d: str) -> bool:
     """Tensor `t` has size 1 along dim `d`: it broadcasts along it."""
-    def cond(f: Facts) -> bool:
-        info, i = _info(f, t), _int(f, d)
-        return info is not None and i is not None and i < info.rank and info.shape[i] == 1
-    return cond
+    info, i = _info(f, t), _int(f, d)
+    return info is not None and i is not None and i < info.rank and info.shape[i] == 1
 
 
-def last_size_one(t: str) -> Callable[[Facts], bool]:
-    def cond(f: Facts) -> bool:
-        info = _info(f, t)
-        return info is not None and info.rank >= 1 and info.shape[-1] == 1
-    return cond
+def _last_size_one(f: Facts, t: str) -> bool:
+    info = _info(f, t)
+    return info is not None and info.rank >= 1 and info.shape[-1] == 1
 
 
-def same_shape(a: str, b: str) -> Callable[[Facts], bool]:
-    def cond(f: Facts) -> bool:
-        x, y = _info(f, a), _info(f, b)
-        return x is not None and y is not None and x.shape == y.shape
-    return cond
+def _same_shape(f: Facts, a: str, b: str) -> bool:
+    x, y = _info(f, a), _info(f, b)
+    return x is not None and y is not None and x.shape == y.shape
 
 
-def all_of(*conds: Callable[[Facts], bool]) -> Callable[[Facts], bool]:
-    return lambda f: all(c(f) for c in conds)
+def _same_dim(f: Facts, a: str, b: str, d: str) -> bool:
+    x, y, i = _info(f, a), _info(f, b), _int(f, d)
+    return x is not None and y is not None and i is not None and i < min(x.rank, y.rank) \
+        and x.shape[i] == y.shape[i]
+
+
+def _all_of(f: Facts, *conds: Condition) -> bool:
+    return all(c(f) for c in conds)
+
+
+WORDS: dict[str, Callable[..., bool]] = {
+    "is_tensor": _is_tensor, "is_axis": _is_axis, "distinct": _distinct,
+    "dim_from_end": _dim_from_end, "batch_dim": _batch_dim, "size_one": _size_one,
+    "last_size_one": _last_size_one, "same_shape": _same_shape, "same_dim": _same_dim,
+    "all_of": _all_of,
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A named test of the vocabulary above, with its arguments (pattern variables, ints, or
+    other conditions for `all_of`)."""
+
+    word: str
+    args: tuple[Any, ...]
+
+    def __call__(self, f: Facts) -> bool:
+        return WORDS[self.word](f, *self.args)
+
+    def __str__(self) -> str:
+        return f"{self.word}({', '.join(str(a) for a in self.args)})"
+
+
+def is_tensor(*vs: str) -> Condition:
+    return Condition("is_tensor", vs)
+
+
+def is_axis(*vs: str) -> Condition:
+    return Condition("is_axis", vs)
+
+
+def distinct(a: str, b: str) -> Condition:
+    return Condition("distinct", (a, b))
+
+
+def dim_from_end(d: str, t: str, k: int) -> Condition:
+    return Condition("dim_from_end", (d, t, k))
+
+
+def batch_dim(d: str, t: str) -> Condition:
+    return Condition("batch_dim", (d, t))
+
+
+def size_one(t: str, d: str) -> Condition:
+    return Condition("size_one", (t, d))
+
+
+def last_size_one(t: str) -> Condition:
+    return Condition("last_size_one", (t,))
+
+
+def same_shape(a: str, b: str) -> Condition:
+    return Condition("same_shape", (a, b))
+
+
+def same_dim(a: str, b: str, d: str) -> Condition:
+    return Condition("same_dim", (a, b, d))
+
+
+def all_of(*conds: Condition) -> Condition:
+    return Condition("all_of", conds)
 
 
 def _ax(name: str, lhs: str, rhs: str, statement: str, evidence: str, group: str,
-        both: bool = False, condition: Callable[[Facts], bool] | None = None) -> Axiom:
+        both: bool = False, condition: Condition | None = None) -> Axiom:
     return Axiom(name, lhs, rhs, statement, evidence, group, both, condition)
 
 
@@ -172,7 +233,7 @@ def _movement() -> list[Axiom]:
             _ax(f"{op}-part-part", f"({op} (part ?a ?d ?g) (part ?b ?d ?g))",
                 f"(part ({op} ?a ?b) ?d ?g)",
                 f"{op} of two tensors split alike is the split {op} (equal sizes along d)",
-                "random", "elementwise", both=True, condition=_same_dim("?a", "?b", "?d")),
+                "random", "elementwise", both=True, condition=same_dim("?a", "?b", "?d")),
             _ax(f"{op}-part-rep", f"({op} (part ?a ?d ?g) (rep ?b ?g))",
                 f"(part ({op} ?a ?b) ?d ?g)",
                 f"{op} of a split tensor and a replicated one that broadcasts along d",
@@ -260,14 +321,6 @@ def _movement() -> list[Axiom]:
             "the mean of equal copies is the copy", "random", "reduction"),
     ]
     return out
-
-
-def _same_dim(a: str, b: str, d: str) -> Callable[[Facts], bool]:
-    def cond(f: Facts) -> bool:
-        x, y, i = _info(f, a), _info(f, b), _int(f, d)
-        return x is not None and y is not None and i is not None and i < min(x.rank, y.rank) \
-            and x.shape[i] == y.shape[i]
-    return cond
 
 
 AXIOMS: tuple[Axiom, ...] = (*_ALGEBRA, *_movement())
