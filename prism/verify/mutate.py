@@ -51,19 +51,19 @@ def _edits(g: KernelGraph) -> Iterator[tuple[str, str, KernelGraph]]:
     for i, op in enumerate(g.ops):
         def put_kernel(new: Op | None, i: int = i) -> KernelGraph:
             return _set_kernel_op(g, i, new)
-        yield from _op_edits(g, op, put_kernel, f"kernel op {i}")
+        yield from _op_edits(op, put_kernel, f"kernel op {i}")
         if op.block is None:
             continue
         bg = op.block
         for j, bop in enumerate(bg.ops):
             def put(new: Op | None, i: int = i, j: int = j, bg: BlockGraph = bg) -> KernelGraph:
                 return _set_kernel_op(g, i, replace(g.ops[i], block=_set_block_op(bg, j, new)))
-            yield from _op_edits(bg, bop, put, f"block op {j} of custom kernel {i}")
+            yield from _op_edits(bop, put, f"block op {j} of custom kernel {i}")
             yield from _map_edits(bop, put, f"block op {j} of custom kernel {i}", bg)
 
 
-def _op_edits(g: KernelGraph | BlockGraph, op: Op, put: Callable[[Op | None], KernelGraph],
-              where: str) -> Iterator[tuple[str, str, KernelGraph]]:
+def _op_edits(op: Op, put: Callable[[Op | None], KernelGraph], where: str
+              ) -> Iterator[tuple[str, str, KernelGraph]]:
     if op.kind in NON_COMMUTATIVE and op.inputs[0] != op.inputs[1]:
         yield ("swap-operands", f"{where}: {op.kind} operands swapped",
                put(replace(op, inputs=op.inputs[::-1])))
@@ -78,10 +78,10 @@ def _op_edits(g: KernelGraph | BlockGraph, op: Op, put: Callable[[Op | None], Ke
         yield ("wrong-accumulator", f"{where}: accumulator {op.kind} → {new}",
                put(Op.make(new, op.inputs, op.outputs, attrs)))
     if OPS[op.kind].category in ("unary", "norm", "scalar") and op.inputs:
-        yield ("drop-op", f"{where}: {op.kind} dropped", _drop(g, op, put))
+        yield ("drop-op", f"{where}: {op.kind} dropped", _drop(op, put))
     if OPS[op.kind].category not in ("io", "custom"):
         extra = Op.make("exp", op.outputs, (f"{op.outputs[0]}_extra",))
-        yield ("extra-op", f"{where}: exp added after {op.kind}", _extra(g, op, extra, put))
+        yield ("extra-op", f"{where}: exp added after {op.kind}", _extra(op, extra, put))
 
 
 def _map_edits(op: Op, put: Callable[[Op | None], KernelGraph], where: str, bg: BlockGraph
@@ -108,34 +108,27 @@ def _map_edits(op: Op, put: Callable[[Op | None], KernelGraph], where: str, bg: 
                        put(Op.make(op.kind, op.inputs, op.outputs, attrs)))
 
 
+def _replaced(ops: tuple[Op, ...], i: int, new: Op | None) -> tuple[Op, ...]:
+    """`ops` with op i replaced by `new`, or removed when `new` is None."""
+    return ops[:i] + (() if new is None else (new,)) + ops[i + 1:]
+
+
 def _set_kernel_op(g: KernelGraph, i: int, new: Op | None) -> KernelGraph:
-    ops = list(g.ops)
-    if new is None:
-        del ops[i]
-    else:
-        ops[i] = new
-    return replace(g, ops=tuple(ops))
+    return replace(g, ops=_replaced(g.ops, i, new))
 
 
 def _set_block_op(bg: BlockGraph, j: int, new: Op | None) -> BlockGraph:
-    ops = list(bg.ops)
-    if new is None:
-        del ops[j]
-    else:
-        ops[j] = new
-    return replace(bg, ops=tuple(ops))
+    return replace(bg, ops=_replaced(bg.ops, j, new))
 
 
-def _drop(g: KernelGraph | BlockGraph, op: Op, put: Callable[[Op | None], KernelGraph]
-          ) -> KernelGraph:
+def _drop(op: Op, put: Callable[[Op | None], KernelGraph]) -> KernelGraph:
     """Remove `op`; its consumers read its first input instead."""
     dropped, source = op.outputs[0], op.inputs[0]
     edited = put(None)
     return _rename(edited, dropped, source)
 
 
-def _extra(g: KernelGraph | BlockGraph, op: Op, extra: Op,
-           put: Callable[[Op | None], KernelGraph]) -> KernelGraph:
+def _extra(op: Op, extra: Op, put: Callable[[Op | None], KernelGraph]) -> KernelGraph:
     """Insert `extra` right after `op`; op's consumers read extra's output instead."""
     edited = _rename(put(op), op.outputs[0], extra.outputs[0])
     return _insert_after(edited, op, extra)
