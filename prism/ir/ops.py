@@ -291,4 +291,17 @@ def infer_shape(name: str, shapes: list[Shape], attrs: Attrs) -> Shape:
     missing = [a for a in od.attrs if a not in attrs]
     if missing:
         raise ShapeError(f"op {name} needs attribute(s) {', '.join(missing)}")
+    for key in od.attrs:
+        if not _ATTR_CHECKS[key](attrs[key]):
+            raise ShapeError(f"op {name}: attribute {key}={attrs[key]!r} is not {_ATTR_KINDS[key]}")
     return od.shape(shapes, attrs)
+
+
+_ATTR_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "dim": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+    "dimx": lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
+    "scalar": lambda v: isinstance(v, int | float) and not isinstance(v, bool)
+    and math.isfinite(v),
+}
+_ATTR_KINDS = {"dim": "a data-dim index (int ≥ 0)", "dimx": "a positive int",
+               "scalar": "a finite number"}
