@@ -2,20 +2,26 @@
 
 Each axiom is data: a name, the identity as a rewrite over tensor terms (`prism.expr.tensor_terms`
 gives their meaning), whether it may be used in both directions, a condition, a one-line
-statement, and the kind of its soundness evidence: `smt` (proved by z3 over real numbers,
-pointwise, see `prism.smt`) or `random` (a randomized float64 check over many random shapes,
-sizes and values, see `prism.expr.evidence`). `tests/expr/test_axioms.py` runs every axiom's
-evidence.
+statement, and the kind of its soundness evidence: `smt` (proved by z3 over unbounded tensors —
+tensors as functions from integer indices to reals, sizes symbolic, sums as uninterpreted
+functions of their summands under the laws of finite sums — for every shape situation the
+condition admits, see `prism.smt`) or `random` (a randomized float64 check only, see
+`prism.expr.evidence`). Every axiom today is `smt`; the randomized check runs for every axiom as
+well, as a second, independent one. `tests/expr/test_smt.py` and `tests/expr/test_axioms.py` run
+the evidence.
 
-Conditions read the tensor analysis (axes and symbolic shapes) and atoms only, so the e-graph and
-the proof checker decide them alike. Every condition first requires each bound tensor to be
-well-shaped: an axiom never applies to a term the analysis cannot give a shape.
+Conditions are data (`Condition(word, args)`) and read the tensor analysis (axes and symbolic
+shapes) and atoms only, so the e-graph, the proof checker and the egglog oracle decide them
+alike. Every axiom shares one guard: each bound tensor and both sides of the identity, as
+instantiated, are well-shaped with the same axes and rank.
 
 Prism's own table (REFERENCE.md §1.6) is the checklist; unlike it, this table
 - tracks shapes, so the partitioned-matmul rules say which dim they split (rows of A, columns of
   B, the batch) and the broadcast rules say which operand broadcasts;
 - never swaps the operands of div or pow across a replicate (Prism's `bc-div-replicate1`);
-- keeps the 1/n of rms and mean: `red_ld_rms` is the true RMS, as executed.
+- keeps the 1/n of rms and mean: `red_ld_rms` is the true RMS, as executed;
+- leaves out `bc_pow_distrib_mul` ((a·b)^c = a^c·b^c) and `bc_pow_distrib_add`
+  (a^(b+c) = a^b·a^c): both fail over the reals for negative bases.
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from prism.expr.rules import Facts, Rule
-from prism.expr.tensor_terms import AtomInfo, TensorInfo
+from prism.expr.rules import Facts, Rule, is_var
+from prism.expr.tensor_terms import AtomInfo, Info, TensorInfo, make_info
+from prism.expr.terms import Term
 
 UNARY = ("exp", "silu", "relu", "gelu", "sqrt", "square")
 ELEMENTWISE = ("add", "mul", "div", "pow")
@@ -47,13 +54,31 @@ class Axiom:
 
 
 def _guarded(ax: Axiom) -> Callable[[Facts], bool]:
-    variables = Rule(ax.name, ax.lhs, ax.rhs, None, ax.bidirectional).lhs.vars
+    """The axiom's condition, behind the guard every axiom shares: each bound tensor and both
+    sides of the identity, as instantiated, are well-shaped with the same axes and rank (an
+    identity between a tensor and a term without a value says nothing)."""
+    plain = Rule(ax.name, ax.lhs, ax.rhs, None, ax.bidirectional)
+    variables = plain.lhs.vars
 
     def condition(f: Facts) -> bool:
         if any(f.data(v) is None for v in variables):
             return False
+        left, right = _pattern_info(plain.lhs.term, f), _pattern_info(plain.rhs.term, f)
+        if not (isinstance(left, TensorInfo) and isinstance(right, TensorInfo)
+                and left.axes == right.axes and left.rank == right.rank):
+            return False
         return ax.condition is None or bool(ax.condition(f))
     return condition
+
+
+def _pattern_info(t: Term, f: Facts) -> Info:
+    """The analysis info of a pattern side, from the infos bound to its variables."""
+    if is_var(t.head):
+        data: Info = f.data(t.head)
+        return data
+    if not t.args:
+        return AtomInfo(t.head)
+    return make_info(t.head, tuple(_pattern_info(a, f) for a in t.args))
 
 
 # -- condition vocabulary -------------------------------------------------------------------------
@@ -205,17 +230,17 @@ _ALGEBRA = [
         both=True),
     _ax("square-is-mul", "(square ?a)", "(mul ?a ?a)", "a² = a · a", "smt", "algebra", both=True),
     _ax("matmul-assoc", "(matmul (matmul ?a ?b) ?c)", "(matmul ?a (matmul ?b ?c))",
-        "(A B) C = A (B C)", "random", "algebra", both=True),
+        "(A B) C = A (B C)", "smt", "algebra", both=True),
     _ax("matmul-distrib-add-left", "(matmul (add ?a ?b) ?c)", "(add (matmul ?a ?c) (matmul ?b ?c))",
-        "(A + B) C = A C + B C", "random", "algebra", both=True),
+        "(A + B) C = A C + B C", "smt", "algebra", both=True),
     _ax("matmul-distrib-add-right", "(matmul ?a (add ?b ?c))",
-        "(add (matmul ?a ?b) (matmul ?a ?c))", "A (B + C) = A B + A C", "random", "algebra",
+        "(add (matmul ?a ?b) (matmul ?a ?c))", "A (B + C) = A B + A C", "smt", "algebra",
         both=True),
     _ax("matmul-div-rows", "(matmul (div ?a ?b) ?c)", "(div (matmul ?a ?c) ?b)",
-        "(A / b) C = (A C) / b when b is one value per row (last dim 1)", "random", "algebra",
+        "(A / b) C = (A C) / b when b is one value per row (last dim 1)", "smt", "algebra",
         both=True, condition=last_size_one("?b")),
     _ax("rms-norm-definition", "(rms_norm ?x ?d)", "(div ?x (sqrt (mean (square ?x) ?d)))",
-        "rms_norm(x) = x / sqrt(mean(x², d))", "random", "algebra", both=True),
+        "rms_norm(x) = x / sqrt(mean(x², d))", "smt", "algebra", both=True),
 ]
 
 
@@ -224,101 +249,101 @@ def _movement() -> list[Axiom]:
     for u in UNARY:
         out += [
             _ax(f"{u}-part", f"({u} (part ?t ?d ?g))", f"(part ({u} ?t) ?d ?g)",
-                f"{u} commutes with splitting a dim", "random", "unary", both=True),
+                f"{u} commutes with splitting a dim", "smt", "unary", both=True),
             _ax(f"{u}-rep", f"({u} (rep ?t ?g))", f"(rep ({u} ?t) ?g)",
-                f"{u} commutes with replication", "random", "unary", both=True),
+                f"{u} commutes with replication", "smt", "unary", both=True),
         ]
     for op in ELEMENTWISE:
         out += [
             _ax(f"{op}-part-part", f"({op} (part ?a ?d ?g) (part ?b ?d ?g))",
                 f"(part ({op} ?a ?b) ?d ?g)",
                 f"{op} of two tensors split alike is the split {op} (equal sizes along d)",
-                "random", "elementwise", both=True, condition=same_dim("?a", "?b", "?d")),
+                "smt", "elementwise", both=True, condition=same_dim("?a", "?b", "?d")),
             _ax(f"{op}-part-rep", f"({op} (part ?a ?d ?g) (rep ?b ?g))",
                 f"(part ({op} ?a ?b) ?d ?g)",
                 f"{op} of a split tensor and a replicated one that broadcasts along d",
-                "random", "elementwise", both=True, condition=size_one("?b", "?d")),
+                "smt", "elementwise", both=True, condition=size_one("?b", "?d")),
             _ax(f"{op}-rep-part", f"({op} (rep ?a ?g) (part ?b ?d ?g))",
                 f"(part ({op} ?a ?b) ?d ?g)",
                 f"{op} of a replicated tensor that broadcasts along d and a split one",
-                "random", "elementwise", both=True, condition=size_one("?a", "?d")),
+                "smt", "elementwise", both=True, condition=size_one("?a", "?d")),
             _ax(f"{op}-rep-rep", f"({op} (rep ?a ?g) (rep ?b ?g))", f"(rep ({op} ?a ?b) ?g)",
-                f"{op} commutes with replication", "random", "elementwise", both=True),
+                f"{op} commutes with replication", "smt", "elementwise", both=True),
         ]
     out += [
         _ax("matmul-rep-rep", "(matmul (rep ?a ?g) (rep ?b ?g))", "(rep (matmul ?a ?b) ?g)",
-            "matmul commutes with replication", "random", "matmul", both=True),
+            "matmul commutes with replication", "smt", "matmul", both=True),
         _ax("matmul-rows", "(matmul (part ?a ?d ?g) (rep ?b ?g))", "(part (matmul ?a ?b) ?d ?g)",
-            "splitting A's rows splits the product's rows", "random", "matmul", both=True,
+            "splitting A's rows splits the product's rows", "smt", "matmul", both=True,
             condition=dim_from_end("?d", "?a", 2)),
         _ax("matmul-cols", "(matmul (rep ?a ?g) (part ?b ?d ?g))", "(part (matmul ?a ?b) ?d ?g)",
-            "splitting B's columns splits the product's columns", "random", "matmul", both=True,
+            "splitting B's columns splits the product's columns", "smt", "matmul", both=True,
             condition=dim_from_end("?d", "?b", 1)),
         _ax("matmul-batch", "(matmul (part ?a ?d ?g) (part ?b ?d ?g))",
             "(part (matmul ?a ?b) ?d ?g)", "splitting the batch of both splits the product's",
-            "random", "matmul", both=True, condition=batch_dim("?d", "?a")),
+            "smt", "matmul", both=True, condition=batch_dim("?d", "?a")),
         _ax("matmul-k-partial-sums", "(red (matmul (part ?a ?da ?g) (part ?b ?db ?g)) ?g)",
-            "(matmul ?a ?b)", "Σ_i A_i B_i over the K-chunks of A and B is A B", "random",
+            "(matmul ?a ?b)", "Σ_i A_i B_i over the K-chunks of A and B is A B", "smt",
             "matmul", condition=all_of(dim_from_end("?da", "?a", 1),
                                        dim_from_end("?db", "?b", 2))),
         _ax("comb-part", "(comb (part ?t ?d ?g) ?d ?g)", "?t",
-            "concatenating the chunks of a split gives the tensor back", "random", "movement"),
+            "concatenating the chunks of a split gives the tensor back", "smt", "movement"),
         _ax("part-comb", "(part (comb ?t ?d ?g) ?d ?g)", "?t",
-            "splitting a concatenation along its axis gives the pieces back", "random",
+            "splitting a concatenation along its axis gives the pieces back", "smt",
             "movement"),
         _ax("part-rep-commute", "(part (rep ?t ?g) ?d ?h)", "(rep (part ?t ?d ?h) ?g)",
-            "splitting and replicating along different axes commute", "random", "movement",
+            "splitting and replicating along different axes commute", "smt", "movement",
             both=True, condition=distinct("?g", "?h")),
         _ax("comb-rep-commute", "(comb (rep ?t ?g) ?d ?h)", "(rep (comb ?t ?d ?h) ?g)",
-            "concatenating and replicating along different axes commute", "random", "movement",
+            "concatenating and replicating along different axes commute", "smt", "movement",
             both=True, condition=distinct("?g", "?h")),
         _ax("red-rep-commute", "(red (rep ?t ?g) ?h)", "(rep (red ?t ?h) ?g)",
-            "summing and replicating along different axes commute", "random", "movement",
+            "summing and replicating along different axes commute", "smt", "movement",
             both=True, condition=distinct("?g", "?h")),
         _ax("part-part-commute", "(part (part ?t ?d ?g) ?e ?h)", "(part (part ?t ?e ?h) ?d ?g)",
-            "splits of different dims along different axes commute", "random", "movement",
+            "splits of different dims along different axes commute", "smt", "movement",
             both=True, condition=all_of(distinct("?d", "?e"), distinct("?g", "?h"))),
         _ax("comb-comb-commute", "(comb (comb ?t ?d ?g) ?e ?h)", "(comb (comb ?t ?e ?h) ?d ?g)",
-            "concatenations of different dims along different axes commute", "random",
+            "concatenations of different dims along different axes commute", "smt",
             "movement", both=True, condition=all_of(distinct("?d", "?e"), distinct("?g", "?h"))),
     ]
     for r in ("sum", "mean"):
         out += [
             _ax(f"{r}-rep", f"({r} (rep ?t ?g) ?d)", f"(rep ({r} ?t ?d) ?g)",
-                f"{r} over a dim commutes with replication", "random", "reduction", both=True),
+                f"{r} over a dim commutes with replication", "smt", "reduction", both=True),
             _ax(f"{r}-part-other", f"({r} (part ?t ?e ?g) ?d)", f"(part ({r} ?t ?d) ?e ?g)",
-                f"{r} over one dim commutes with splitting another", "random", "reduction",
+                f"{r} over one dim commutes with splitting another", "smt", "reduction",
                 both=True, condition=distinct("?d", "?e")),
             _ax(f"{r}-comb-other", f"({r} (comb ?t ?e ?g) ?d)", f"(comb ({r} ?t ?d) ?e ?g)",
-                f"{r} over one dim commutes with concatenating another", "random", "reduction",
+                f"{r} over one dim commutes with concatenating another", "smt", "reduction",
                 both=True, condition=distinct("?d", "?e")),
         ]
     out += [
         _ax("sum-of-chunk-sums", "(sum (red (part ?t ?d ?g) ?g) ?d)", "(sum ?t ?d)",
-            "summing the chunk sums of a dim is summing the dim", "random", "reduction"),
+            "summing the chunk sums of a dim is summing the dim", "smt", "reduction"),
         _ax("mean-of-chunk-means", "(mean (mred (part ?t ?d ?g) ?g) ?d)", "(mean ?t ?d)",
-            "the mean of equal chunks' means is the mean", "random", "reduction"),
+            "the mean of equal chunks' means is the mean", "smt", "reduction"),
         _ax("sum-of-comb", "(sum (comb ?t ?d ?g) ?d)", "(red (sum ?t ?d) ?g)",
-            "summing a concatenated dim sums the pieces' sums", "random", "reduction"),
+            "summing a concatenated dim sums the pieces' sums", "smt", "reduction"),
         _ax("mean-of-comb", "(mean (comb ?t ?d ?g) ?d)", "(mred (mean ?t ?d) ?g)",
             "the mean over a concatenation of equal pieces is the mean of their means",
-            "random", "reduction"),
+            "smt", "reduction"),
         _ax("red-sum-commute", "(red (sum ?t ?d) ?g)", "(sum (red ?t ?g) ?d)",
-            "a sum along an axis and a sum over a dim commute", "random", "reduction",
+            "a sum along an axis and a sum over a dim commute", "smt", "reduction",
             both=True),
         _ax("rms-norm-rep", "(rms_norm (rep ?t ?g) ?d)", "(rep (rms_norm ?t ?d) ?g)",
-            "rms_norm commutes with replication", "random", "reduction", both=True),
+            "rms_norm commutes with replication", "smt", "reduction", both=True),
         _ax("rms-norm-part-other", "(rms_norm (part ?t ?e ?g) ?d)", "(part (rms_norm ?t ?d) ?e ?g)",
-            "rms_norm over one dim commutes with splitting another", "random", "reduction",
+            "rms_norm over one dim commutes with splitting another", "smt", "reduction",
             both=True, condition=distinct("?d", "?e")),
         _ax("red-part-commute", "(red (part ?t ?d ?h) ?g)", "(part (red ?t ?g) ?d ?h)",
-            "summing along one axis commutes with splitting along another", "random",
+            "summing along one axis commutes with splitting along another", "smt",
             "movement", both=True, condition=distinct("?g", "?h")),
         _ax("red-comb-commute", "(red (comb ?t ?d ?h) ?g)", "(comb (red ?t ?g) ?d ?h)",
-            "summing along one axis commutes with concatenating along another", "random",
+            "summing along one axis commutes with concatenating along another", "smt",
             "movement", both=True, condition=distinct("?g", "?h")),
         _ax("mred-rep", "(mred (rep ?t ?g) ?g)", "?t",
-            "the mean of equal copies is the copy", "random", "reduction"),
+            "the mean of equal copies is the copy", "smt", "reduction"),
     ]
     return out
 

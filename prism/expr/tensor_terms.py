@@ -73,9 +73,11 @@ class TensorInfo:
 
 @dataclass(frozen=True)
 class AtomInfo:
-    """A leaf that is not a tensor: a dim index, an axis name or a scalar."""
+    """A leaf that is not a tensor: a dim index, an axis name (with its size, when the analysis
+    knows it) or a scalar."""
 
     text: str
+    size: Dim | None = None
 
 
 Info = TensorInfo | AtomInfo | None
@@ -94,11 +96,8 @@ class TensorAnalysis:
         if not child_data:
             if head in self.input_shapes:
                 return TensorInfo(frozenset(), self.input_shapes[head])
-            return AtomInfo(head)
-        try:
-            return _make(head, child_data, self.axis_sizes)
-        except (PrismError, ValueError):
-            return None  # not well-shaped: no axiom will match a condition on it
+            return AtomInfo(head, self.axis_sizes.get(head))
+        return make_info(head, child_data)
 
     def merge(self, a: Info, b: Info) -> Info:
         if a is None:
@@ -138,7 +137,19 @@ def _tensor(info: Info) -> TensorInfo:
     return info
 
 
-def _make(head: str, kids: tuple[Info, ...], sizes: Mapping[str, Dim]) -> Info:
+def make_info(head: str, kids: tuple[Info, ...]) -> Info:
+    """The info of a compound term from its children's: None when it is not well-shaped."""
+    try:
+        return _make(head, kids)
+    except (PrismError, ValueError):
+        return None
+
+
+def _axis_size(info: Info, name: str) -> Dim:
+    return info.size if isinstance(info, AtomInfo) and info.size is not None else var(name)
+
+
+def _make(head: str, kids: tuple[Info, ...]) -> Info:
     t = _tensor(kids[0])
     if head in ("part", "comb"):
         d, g = _dim_index(kids[1], t.rank), _atom(kids[2], "axis")
@@ -146,11 +157,11 @@ def _make(head: str, kids: tuple[Info, ...], sizes: Mapping[str, Dim]) -> Info:
         if head == "part":
             if g in t.axes:
                 raise TermError(f"axis {g} is already present")
-            shape[d] = shape[d] / sizes.get(g, var(g))
+            shape[d] = shape[d] / _axis_size(kids[2], g)
             return TensorInfo(t.axes | {g}, tuple(shape))
         if g not in t.axes:
             raise TermError(f"comb over axis {g}, which the tensor does not have")
-        shape[d] = shape[d] * sizes.get(g, var(g))
+        shape[d] = shape[d] * _axis_size(kids[2], g)
         return TensorInfo(t.axes - {g}, tuple(shape))
     if head in ("rep", "red", "mred"):
         g = _atom(kids[1], "axis")

@@ -1,0 +1,224 @@
+"""z3 proves the axiom table on every generic instance, and refutes deliberately wrong axioms
+(oracles: z3, over the semantics of `tensor_terms.evaluate` written in `prism.smt`; the wrong
+axioms, wrong by hand-checked counterexamples; and `evaluate` itself, which the encoding's terms,
+evaluated at concrete sizes and values, must agree with)."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import z3
+
+from prism import smt
+from prism.expr.axioms import AXIOMS, Axiom, distinct, size_one
+from prism.expr.instances import generic_instances
+from prism.expr.tensor_terms import TensorInfo, evaluate
+from prism.expr.terms import Term
+from prism.ir.dims import evaluate as eval_dim
+from prism.smt import STATUSES, prove_axiom
+
+
+def wrong(name, lhs, rhs, condition=None):
+    return Axiom(name, lhs, rhs, "wrong", "smt", "test", condition=condition)
+
+
+@pytest.mark.parametrize("axiom", AXIOMS, ids=[a.name for a in AXIOMS])
+def test_the_table(axiom):
+    result = prove_axiom(axiom)
+    assert result.status in STATUSES
+    if axiom.evidence == "smt":
+        assert result.status == "proved", result.detail
+        assert result.instances > 0 and result.model is None
+    else:  # a random-evidence axiom may be beyond the encoding, never false
+        assert result.status != "refuted", (result.detail, result.model)
+
+
+@pytest.mark.parametrize("axiom", AXIOMS, ids=[a.name for a in AXIOMS])
+def test_the_table_doubled_is_refuted(axiom):
+    # lhs = 2·rhs is false wherever lhs = rhs ≠ 0: a proof of it would mean that the hypotheses
+    # of the queries (sizes, ranges, divisors, laws of sums) contradict each other; a model that
+    # interprets Σ or exp freely is confirmed in float64.
+    doubled = wrong(f"{axiom.name}-doubled", axiom.lhs, f"(mul_scalar {axiom.rhs} 2)",
+                    axiom.condition)
+    result = prove_axiom(doubled)
+    assert result.status == "refuted", result.detail
+
+
+REFUTED = [
+    # Prism's bc-div-replicate1: swaps div's operands across a replicate.
+    wrong("div-swap-replicate", "(div (rep ?a ?g) (part ?b ?d ?g))", "(part (div ?b ?a) ?d ?g)",
+          size_one("?a", "?d")),
+    # div does not commute.
+    wrong("div-comm", "(div ?a ?b)", "(div ?b ?a)"),
+    # Concatenating along another dim than the split one changes the shape (when |g| > 1).
+    wrong("comb-part-other-dim", "(comb (part ?t ?d ?g) ?e ?g)", "?t", distinct("?d", "?e")),
+    # Replicating along g then splitting along another axis h adds both axes.
+    wrong("part-rep-drop", "(part (rep ?t ?g) ?d ?h)", "?t", distinct("?g", "?h")),
+    # Two splits of one dim, by different axes, do not commute: the chunk order differs.
+    wrong("part-part-same-dim", "(part (part ?t ?d ?g) ?d ?h)", "(part (part ?t ?d ?h) ?d ?g)",
+          distinct("?g", "?h")),
+    # The sum of |g| copies is |g| times the copy (mred, the mean, is the copy).
+    wrong("red-of-copies", "(red (rep ?t ?g) ?g)", "?t"),
+    # Concatenating the copies of a replicate tiles the tensor |g| times.
+    wrong("comb-of-rep", "(comb (rep ?t ?g) ?d ?g)", "?t"),
+]
+
+
+@pytest.mark.parametrize("axiom", REFUTED, ids=lambda a: a.name)
+def test_wrong_axioms_are_refuted(axiom):
+    result = prove_axiom(axiom)
+    assert result.status == "refuted", result.detail
+
+
+def test_a_refutation_carries_the_counterexample():
+    result = prove_axiom(REFUTED[0])
+    assert result.model is not None and "T_a" in result.model and "T_b" in result.model
+    assert "(div (rep T_a" in result.detail
+
+
+def test_an_axiom_that_never_applies_is_refuted():
+    # part over an axis the tensor already has is never well-shaped.
+    result = prove_axiom(wrong("part-of-rep", "(part (rep ?t ?g) ?d ?g)", "?t"))
+    assert result.status == "refuted" and "never apply" in result.detail
+
+
+@pytest.mark.parametrize("axiom", [
+    # rms without its 1/n.
+    wrong("rms-without-mean", "(rms_norm ?x ?d)", "(div ?x (sqrt (sum (square ?x) ?d)))"),
+    # The sum of the chunk means is not the sum.
+    wrong("sum-of-chunk-means", "(sum (mred (part ?t ?d ?g) ?g) ?d)", "(sum ?t ?d)"),
+    # pow does not commute.
+    wrong("pow-comm", "(pow ?a ?b)", "(pow ?b ?a)"),
+], ids=lambda a: a.name)
+def test_wrong_axioms_about_sums_and_functions_are_refuted_in_float64(axiom):
+    # z3 interprets Σ and pow freely, so its model is no counterexample; float64 gives one.
+    result = prove_axiom(axiom)
+    assert result.status == "refuted" and "float64" in result.detail, result.detail
+
+
+def test_an_identity_true_for_exp_but_not_for_every_function_is_unknown():
+    # e^(a+b) = e^a · e^b holds, but not for an uninterpreted function: not proved, not refuted.
+    result = prove_axiom(wrong("exp-add", "(exp (add ?a ?b))", "(mul (exp ?a) (exp ?b))"))
+    assert result.status == "unknown", result.detail
+
+
+def test_conditions_select_the_instances():
+    # size_one: the replicated operand has size 1 along the split dim in every instance.
+    ax = next(a for a in AXIOMS if a.name == "div-rep-part")
+    found = list(generic_instances(ax))
+    assert found
+    for inst in found:
+        d = int(inst.subst["?d"].head)
+        assert inst.leaves["T_a"].shape[d] == 1
+    # ranks 1 to 3, and every dim index of each rank
+    assert {(inst.leaves["T_a"].rank, inst.subst["?d"].head) for inst in found} == {
+        (r, str(d)) for r in (1, 2, 3) for d in range(r)}
+
+
+def test_axes_of_variables_and_equal_or_distinct_axis_names():
+    ax = next(a for a in AXIOMS if a.name == "comb-part")
+    found = list(generic_instances(ax))
+    assert {inst.subst["?g"].head for inst in found} == {"ga"}
+    ax = next(a for a in AXIOMS if a.name == "red-rep-commute")
+    found = list(generic_instances(ax))
+    assert found and all(inst.subst["?g"] != inst.subst["?h"] for inst in found)
+    assert all(inst.leaves["T_t"].axes == {inst.subst["?h"].head} for inst in found)
+
+
+def test_what_is_not_encoded_is_not_stated():
+    result = prove_axiom(wrong("scalar", "(mul_scalar ?a ?c)", "(mul_scalar ?a ?c)"))
+    assert result.status == "not_stated"
+    result = prove_axiom(wrong("unknown-head", "(transpose ?a)", "?a"))
+    assert result.status == "not_stated" and "transpose" in result.detail
+
+
+# -- the encoding is the definition: z3's terms, evaluated, agree with `evaluate` ----------------
+
+def z3_value(e, tensors, functions):
+    """The value of a closed z3 term of the encoding (ints, reals, SUMm over lambdas, tensor
+    reads, uninterpreted functions given by `functions`)."""
+    if z3.is_int_value(e):
+        return e.as_long()
+    if z3.is_rational_value(e):
+        return float(e.as_fraction())
+    kids = e.children()
+    name, kind = e.decl().name(), e.decl().kind()
+    if name.startswith("SUM"):
+        *ranges, lam = kids
+        total = 0.0
+        for point in itertools.product(*[range(z3_value(n, tensors, functions)) for n in ranges]):
+            body = z3.substitute_vars(lam.body(), *[z3.IntVal(i) for i in reversed(point)])
+            total += z3_value(body, tensors, functions)
+        return total
+    if kind == z3.Z3_OP_ITE:
+        branch = kids[1] if z3_value(kids[0], tensors, functions) else kids[2]
+        return z3_value(branch, tensors, functions)
+    values = [z3_value(k, tensors, functions) for k in kids]
+    if name in tensors:
+        return float(tensors[name][tuple(values)])
+    if name in functions:
+        return functions[name](*values)
+    ops = {z3.Z3_OP_ADD: sum, z3.Z3_OP_MUL: math.prod, z3.Z3_OP_SUB: lambda v: v[0] - v[1],
+           z3.Z3_OP_UMINUS: lambda v: -v[0], z3.Z3_OP_DIV: lambda v: v[0] / v[1],
+           z3.Z3_OP_IDIV: lambda v: v[0] // v[1], z3.Z3_OP_MOD: lambda v: v[0] % v[1],
+           z3.Z3_OP_TO_REAL: lambda v: float(v[0]), z3.Z3_OP_AND: all, z3.Z3_OP_OR: any,
+           z3.Z3_OP_LE: lambda v: v[0] <= v[1], z3.Z3_OP_LT: lambda v: v[0] < v[1],
+           z3.Z3_OP_GE: lambda v: v[0] >= v[1], z3.Z3_OP_GT: lambda v: v[0] > v[1]}
+    return ops[kind](values)
+
+
+FUNCTIONS = {"exp": math.exp, "sqrt": math.sqrt, "pow": lambda a, b: a ** b,
+             "silu": lambda x: x / (1 + math.exp(-x)),
+             "gelu": lambda x: 0.5 * x * (1 + math.erf(x / math.sqrt(2)))}
+
+
+def replace_leaves(term, leaves):
+    if not term.args:
+        return leaves.get(term.head, term)
+    return Term(term.head, [replace_leaves(a, leaves) for a in term.args])
+
+
+def random_leaves(inst, env, rng):
+    """Each leaf as a plain term (a stacked leaf: splits of a plain tensor along dim 0), the
+    plain arrays, and each leaf's table indexed by (positions by axis name, data indices)."""
+    plain, arrays, tables = {}, {}, {}
+    for name, info in inst.leaves.items():
+        term = Term(name)
+        for a in sorted(info.axes):
+            term = Term("part", (term, Term("0"), Term(a)))
+        shape = [eval_dim(d, env) for d in info.shape]
+        shape[0] *= math.prod(env[a] for a in info.axes)
+        plain[name], arrays[name] = term, rng.uniform(0.5, 2.0, shape)
+        tables[name] = evaluate(term, {name: arrays[name]}, env).to(sorted(info.axes))
+    return plain, arrays, tables
+
+
+@pytest.mark.parametrize("axiom", AXIOMS, ids=[a.name for a in AXIOMS])
+def test_the_encoding_computes_what_evaluate_computes(axiom):
+    rng = np.random.default_rng(0)
+    last_of_rank = {}  # the last instance of each rank: the most symbolic sizes
+    for inst in generic_instances(axiom):
+        last_of_rank[next(iter(inst.leaves.values())).rank] = inst
+    for inst in last_of_rank.values():
+        env = {n: 2 if n.startswith("g") else 4 for info in inst.infos.values()
+               if isinstance(info, TensorInfo)
+               for n in (*info.axes, *(v for d in info.shape for v in d.free_vars()))}
+        plain, arrays, tables = random_leaves(inst, env, rng)
+        for side in (inst.lhs, inst.rhs):
+            enc = smt._Encoder(inst)
+            info = enc.info(side)
+            pos = [z3.Int(f"pos_{a}") for a in sorted(info.axes)]
+            idx = [z3.Int(f"i{j}") for j in range(info.rank)]
+            value = enc.to_z3(enc.poly(side, dict(zip(sorted(info.axes), pos, strict=True)),
+                                       tuple(idx)))
+            sizes = [(z3.Int(n), z3.IntVal(v)) for n, v in env.items()]
+            for num, den, q in enc.quotients:  # inner quotients first
+                quotient = (z3_value(z3.substitute(num, *sizes), {}, {}) //
+                            z3_value(z3.substitute(den, *sizes), {}, {}))
+                sizes.append((q, z3.IntVal(quotient)))
+            expected = evaluate(replace_leaves(side, plain), arrays, env).to(sorted(info.axes))
+            for point in list(np.ndindex(expected.shape))[::max(1, expected.size // 8)]:
+                at = [(c, z3.IntVal(i)) for c, i in zip([*pos, *idx], point, strict=True)]
+                got = z3_value(z3.substitute(value, *sizes, *at), tables, FUNCTIONS)
+                assert got == pytest.approx(float(expected[point]), rel=1e-9), (str(side), point)
