@@ -131,7 +131,8 @@ def _cmd_verify(args: argparse.Namespace) -> Any:
                **verdict.to_json()}
         results.append(row)
         if not args.json:
-            print(f"{cand.label}: {verdict.verdict} ({verdict.method}, "
+            sizes = f", {verdict.sizes} sizes" if verdict.sizes else ""
+            print(f"{cand.label}: {verdict.verdict} ({verdict.method}{sizes}, "
                   f"{verdict.proof_steps} step(s), {verdict.seconds:.3f} s)")
             for k, steps in enumerate(verdict.steps):
                 print(f" output {k}:\n{show_proof(steps)}")

@@ -10,6 +10,8 @@ range? The answer is a value — `Proved(steps)`, `Refuted(counterexample)`, `Un
    each output pair shares an e-class (the goal) or a limit is reached. Each proof is the flat
    explanation from candidate to target, replayed by the independent checker before it is
    returned.
+   Sizes are tried symbolic first (the proof then holds for every grid size and loop range);
+   a concrete candidate that fails so is tried with its sizes known.
 4. Without a proof, random testing decides between `Refuted` (a counterexample) and `Unknown`
    (the limits were reached, or the axioms could not show it; random tests found no difference).
 """
@@ -47,6 +49,7 @@ class Verdict:
     counterexample: dict[str, Any] | None = None
     reason: str = ""
     report: str = ""
+    sizes: str = ""        # a proof's grid and loop sizes: "symbolic" (every size) or "concrete"
 
     @property
     def proof_steps(self) -> int:
@@ -56,6 +59,7 @@ class Verdict:
         out: dict[str, Any] = {"verdict": self.verdict, "method": self.method,
                                "proof_steps": self.proof_steps, "seconds": round(self.seconds, 4)}
         if self.steps:
+            out["sizes"] = self.sizes
             out["proof"] = [[step_json(s) for s in proof] for proof in self.steps]
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample
@@ -83,14 +87,30 @@ class _Clock:
 
 
 def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits()) -> Verdict:
+    """Prove with grid and loop sizes as opaque symbols, so the proof holds for every size; a
+    candidate whose sizes are constants and which that cannot prove is tried once more with its
+    sizes known (a kernel may rely on them: a split that meets the previous kernel's
+    concatenation), and its proof then says `sizes: concrete`."""
     clock = _Clock()
     invalid = _invalid_reason(target, candidate)
     if invalid:
         return Verdict("invalid", "spec", clock(), reason=invalid)
+    notes: list[str] = []
+    verdict = _prove(target, candidate, limits, clock, notes, concrete=False)
+    if verdict is None and candidate.custom_ops and not candidate.free_vars():
+        verdict = _prove(target, candidate, limits, clock, notes, concrete=True)
+    return verdict if verdict is not None else _fallback(target, candidate, clock, notes)
+
+
+def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _Clock,
+           notes: list[str], concrete: bool) -> Verdict | None:
+    """A checked proof, or None with the reason appended to `notes`."""
     tgt = translate(target)
-    cand = translate(candidate, input_names=tgt.inputs)
+    cand = translate(candidate, input_names=tgt.inputs, concrete_sizes=concrete)
+    # Symbolic: every axis size is the variable of its name, so conditions hold for all sizes.
+    sizes = {**tgt.sizes, **cand.sizes} if concrete else {}
     analysis = TensorAnalysis(dict(zip(tgt.inputs, (target.shape(t) for t in target.inputs),
-                                       strict=True)), {**tgt.sizes, **cand.sizes})
+                                       strict=True)), sizes)
     egraph = EGraph(analysis)
     pairs = [(egraph.add(c), egraph.add(t)) for c, t in zip(cand.terms, tgt.terms, strict=True)]
     table = rules()
@@ -99,29 +119,33 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
         report = egraph.run(table, iter_limit=limits.iterations, node_limit=limits.nodes,
                             time_limit=limits.seconds,
                             goal=lambda e: all(e.find(a) == e.find(b) for a, b in pairs))
-    except PrismError as e:  # an analysis conflict: report it, never claim a proof
-        return _fallback(target, candidate, clock, f"the e-graph stopped: {e}", "")
+    except PrismError as e:  # an analysis conflict: record it, never claim a proof
+        notes.append(f"the e-graph stopped: {e}")
+        return None
     if all(egraph.find(a) == egraph.find(b) for a, b in pairs):
         proofs = []
         for c, t in zip(cand.terms, tgt.terms, strict=True):
             steps = egraph.explain(c, t)
             check_explanation(steps, table, c, t, analysis)
             proofs.append(tuple(steps))
-        return Verdict("equivalent", "e-graph", clock(), steps=tuple(proofs), report=str(report))
-    why = {"saturated": "the axioms cannot show it (saturated)"}.get(
+        return Verdict("equivalent", "e-graph", clock(), steps=tuple(proofs), report=str(report),
+                       sizes="concrete" if concrete else "symbolic")
+    stop = {"saturated": "the axioms cannot show it (saturated)"}.get(
         report.stop_reason, f"limit reached ({report.stop_reason})")
-    return _fallback(target, candidate, clock, why, str(report))
+    notes.append(f"{stop} with {'concrete' if concrete else 'symbolic'} sizes: {report}")
+    return None
 
 
-def _fallback(target: KernelGraph, candidate: KernelGraph, clock: _Clock, why: str,
-              report: str) -> Verdict:
+def _fallback(target: KernelGraph, candidate: KernelGraph, clock: _Clock, notes: list[str]
+              ) -> Verdict:
+    """No proof: random testing decides between a counterexample and `unknown`."""
+    why = "; ".join(notes)
     result = random_test(target, candidate)
     if not result.equal:
         cex = result.counterexample.to_json() if result.counterexample else None
         return Verdict("not_equivalent", result.method, clock(), counterexample=cex,
-                       reason=f"no proof ({why}); random testing found a difference",
-                       report=report)
-    return Verdict("unknown", "e-graph", clock(), report=report,
+                       reason=f"no proof ({why}); random testing found a difference")
+    return Verdict("unknown", "e-graph", clock(),
                    reason=f"no proof: {why}; random testing ({result.method}, "
                           f"{result.trials} trial(s)) found no difference")
 

@@ -52,9 +52,13 @@ class Translation:
     sizes: dict[str, Dim] = field(default_factory=dict)
 
 
-def translate(graph: KernelGraph, input_names: Sequence[str] | None = None) -> Translation:
+def translate(graph: KernelGraph, input_names: Sequence[str] | None = None,
+              concrete_sizes: bool = False) -> Translation:
     """One term per graph output, over the graph's inputs: leaves named by `tensor_leaf`, or by
-    `input_names` in input order (to read a candidate over the target's inputs)."""
+    `input_names` in input order (to read a candidate over the target's inputs).
+
+    Axes are opaque symbols (one proof for every size) unless `concrete_sizes` and a custom
+    kernel's sizes are all constants: then they are named by their sizes (see `_AxisNames`)."""
     names = list(input_names) if input_names is not None else \
         [tensor_leaf(t) for t in graph.inputs]
     leaves = dict(zip(graph.inputs, names, strict=True))
@@ -71,7 +75,7 @@ def translate(graph: KernelGraph, input_names: Sequence[str] | None = None) -> T
                 raise PrismError("a custom kernel without a block graph cannot be translated")
             suffix = str(kernels) if kernels else ""
             kernels += 1
-            outs = _block(op.block, [env[t] for t in op.inputs], suffix, sizes)
+            outs = _block(op.block, [env[t] for t in op.inputs], suffix, sizes, concrete_sizes)
             env.update(zip(op.outputs, outs, strict=True))
         else:
             env[op.outputs[0]] = _compute(op, [env[t] for t in op.inputs],
@@ -110,13 +114,14 @@ def _map_dims(m: Map) -> list[int]:
 
 class _AxisNames:
     """Axis names of one custom kernel. Symbolic sizes get kernel-local names (`gx`, `F`;
-    `gx1`, `F1`, ...). When every size is a constant, an axis is named by its size (`n16`,
+    `gx1`, `F1`, ...). In concrete mode, when every size is a constant, an axis is named by its
+    size (`n16`,
     `n16_1` for a second axis of 16 in the kernel): each kernel's terms close all their axes,
     so reusing a name across kernels is sound, and equal names let a split in one kernel meet
     the concatenation of the kernel before it (`part-comb`)."""
 
-    def __init__(self, bg: BlockGraph, suffix: str, sizes: dict[str, Dim]):
-        self.concrete = all(s.is_const for s in (*bg.grid, bg.forloop_range))
+    def __init__(self, bg: BlockGraph, suffix: str, sizes: dict[str, Dim], concrete: bool):
+        self.concrete = concrete and all(s.is_const for s in (*bg.grid, bg.forloop_range))
         self.suffix, self.sizes, self.used = suffix, sizes, set()  # type: ignore[var-annotated]
 
     def name(self, symbolic: str, size: Dim) -> str:
@@ -133,9 +138,9 @@ class _AxisNames:
         return name
 
 
-def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Dim]
-           ) -> list[Term]:
-    names = _AxisNames(bg, suffix, sizes)
+def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Dim],
+           concrete: bool) -> list[Term]:
+    names = _AxisNames(bg, suffix, sizes, concrete)
     axes = [(p, names.name(GRID_AXES[p], size)) for p, size in enumerate(bg.grid)
             if not _is_one(size)]
     loop = None if _is_one(bg.forloop_range) else names.name("F", bg.forloop_range)

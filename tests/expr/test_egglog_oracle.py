@@ -43,12 +43,13 @@ Pair = tuple[str, KernelGraph, KernelGraph]  # label, target, candidate
 # -- helpers (bench/egglog_agreement.py uses them too) ---------------------------------------------
 
 
-def problem(target: KernelGraph, candidate: KernelGraph
+def problem(target: KernelGraph, candidate: KernelGraph, concrete: bool = False
             ) -> tuple[list[tuple[Term, Term]], dict[str, tuple[int, ...]], dict[str, int]]:
     """The output term pairs, the target's input shapes and every axis's size, as the oracle
-    takes them; the candidate's inputs are read as the target's."""
+    takes them; the candidate's inputs are read as the target's. `concrete` names the axes of
+    a concrete candidate by their sizes, as `verify` does on its second try."""
     tgt = translate(target)
-    cand = translate(candidate, input_names=tgt.inputs)
+    cand = translate(candidate, input_names=tgt.inputs, concrete_sizes=concrete)
     shapes = {name: tuple(evaluate(d) for d in target.shape(t))
               for name, t in zip(tgt.inputs, target.inputs, strict=True)}
     sizes = {axis: evaluate(size) for axis, size in {**tgt.sizes, **cand.sizes}.items()}
@@ -59,8 +60,18 @@ def problem(target: KernelGraph, candidate: KernelGraph
 
 
 def egglog_decision(target: KernelGraph, candidate: KernelGraph) -> bool | None:
-    """egglog over every output: True if all are proved, False if one saturated unproved."""
-    pairs, shapes, sizes = problem(target, candidate)
+    """egglog over every output: True if all are proved, False if one saturated unproved. Like
+    `verify`, a concrete candidate unproved with kernel-local axis names is tried again with
+    axes named by their sizes."""
+    decision = _egglog_once(target, candidate, concrete=False)
+    if decision is not True and candidate.custom_ops and not candidate.free_vars():
+        again = _egglog_once(target, candidate, concrete=True)
+        decision = True if again is True else decision if again is False else None
+    return decision
+
+
+def _egglog_once(target: KernelGraph, candidate: KernelGraph, concrete: bool) -> bool | None:
+    pairs, shapes, sizes = problem(target, candidate, concrete)
     decisions = [egglog_check(t, c, shapes, sizes).equivalent for t, c in pairs]
     if all(d is True for d in decisions):
         return True

@@ -29,10 +29,12 @@ GQA_SAMPLE = {0: "equivalent", 1: "unknown", 2: "equivalent"}
 
 
 def replay(target, candidate, verdict):
+    concrete = verdict.sizes == "concrete"
     tgt = translate(target)
-    cand = translate(candidate, input_names=tgt.inputs)
+    cand = translate(candidate, input_names=tgt.inputs, concrete_sizes=concrete)
     analysis = TensorAnalysis({n: target.shape(t) for n, t in zip(tgt.inputs, target.inputs,
-                                                                    strict=True)})
+                                                                    strict=True)},
+                              cand.sizes if concrete else {})
     for steps, start, end in zip(verdict.steps, cand.terms, tgt.terms, strict=True):
         check_explanation(list(steps), rules(), start, end, analysis)
 
@@ -43,6 +45,7 @@ def test_every_hand_fused_kernel_is_proven(name):
     target, fused = WORKLOADS[name].graph, known_best(name, WORKLOADS[name].shapes)
     verdict = verify(target, fused)
     assert verdict.verdict == "equivalent", verdict.reason
+    assert verdict.sizes == "symbolic"  # one proof for every grid size and loop range
     assert verdict.proof_steps > 0 and len(fused.custom_ops) == 1
     replay(target, fused, verdict)
 
@@ -63,6 +66,8 @@ def test_mirage_corpus(corpus_dir, stem):
         assert verdict.verdict != "not_equivalent", verdict.counterexample  # never: correct
         assert verdict.verdict == want, (graphs[i].name, verdict.reason)
         if want == "equivalent":
+            # one custom kernel: for every size; gqa's two kernels rely on theirs
+            assert verdict.sizes == ("symbolic" if stem in PROVEN else "concrete")
             replay(target, graphs[i], verdict)
 
 

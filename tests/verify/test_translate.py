@@ -47,7 +47,10 @@ def test_mirage_corpus_terms(corpus_dir):
 
 def test_fused_rmsnorm_term_and_its_shape():
     g = known_best("rmsnorm_matmul", {"X": (8, 256), "W": (256, 128)})  # grid 2, loop 4
-    tr = translate(g)
+    assert translate(g).terms[0] == parse(
+        "(comb (div (red (matmul (part (rep X gx) 1 F) (part (part W 1 gx) 0 F)) F)"
+        " (sqrt (mean (mred (square (part (rep X gx) 1 F)) F) 1))) 1 gx)")
+    tr = translate(g, concrete_sizes=True)
     (term,) = tr.terms
     # concrete sizes: each axis is named by its size
     assert term == parse(
