@@ -1,9 +1,10 @@
-"""Checking that we understand a program: trace it, interpret it against torch, draw it.
+"""Checking that we understand a program: trace it, interpret it against torch, prove, draw it.
 
 `run_check` is today's main job (`make run`): the workload table, then for one workload its traced
 graph and its hand-built fused kernel, each interpreted in float64 on random inputs against the
-torch reference and rendered to SVG, as a printed table and a JSON report. Every stage is an event
-on the trace (`trace.jsonl` beside the report).
+torch reference and rendered to SVG, the fused kernel also proven equivalent to the traced graph;
+a printed table and a JSON report. Every stage is an event on the trace (`trace.jsonl` beside the
+report).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def check_graph(label: str, graph: KernelGraph, workload: Workload | None, seed:
 
 def run_check(name: str | None, out: Path, seed: int = 0, echo: bool = True) -> dict[str, Any]:
     from prism.ir.render import render
+    from prism.verify.equiv import verify
     from prism.workloads import DEFAULT_WORKLOAD, get_workload, workloads_json
     from prism.workloads.known_best import KNOWN_BEST, known_best
 
@@ -62,14 +64,20 @@ def run_check(name: str | None, out: Path, seed: int = 0, echo: bool = True) -> 
         with tracer.stage("trace") as summary:
             graph = w.graph
             summary["ops"] = len(graph.ops)
-        candidates = [(f"{w.name} (traced)", graph)]
+        candidates = [(f"{w.name} (traced)", w.name, graph)]
         if w.name in KNOWN_BEST:
-            candidates.append((f"{w.name} (hand-fused)", known_best(w.name, w.shapes)))
-        for label, g in candidates:
+            candidates.append((f"{w.name} (hand-fused)", f"{w.name}.fused",
+                               known_best(w.name, w.shapes)))
+        for label, stem, g in candidates:
             with tracer.stage("interpret") as summary:
                 row = check_graph(label, g, w, seed)
                 summary.update(label=label, max_rel_err=row["max_rel_err"])
-            svg = out / f"{label.split(' ')[0]}{'.fused' if 'fused' in label else ''}.svg"
+            if g is not graph:
+                with tracer.stage("verify") as summary:
+                    verdict = verify(graph, g)
+                    row["proof"] = f"{verdict.verdict}, {verdict.proof_steps} steps"
+                    summary.update(verdict=verdict.verdict, steps=verdict.proof_steps)
+            svg = out / f"{stem}.svg"
             with tracer.stage("render") as summary:
                 row["svg"] = str(render(g, svg))
                 summary["file"] = row["svg"]
@@ -91,11 +99,12 @@ def _print_table(table: list[dict[str, Any]], w: Workload, rows: list[dict[str, 
         print(f" {marker} {r['name']:<{width}}  {r['program']}")
     shapes = ", ".join(f"{k}{list(v)}" for k, v in w.shapes.items())
     print(f"\n{w.name}: {shapes}")
-    header = f"  {'graph':<32} {'kernels':>7} {'custom':>6} {'max rel err vs torch':>21} " \
-             f"{'interp s':>9}  svg"
+    header = f"  {'graph':<28} {'kernels':>7} {'custom':>6} {'max rel err vs torch':>21} " \
+             f"{'interp s':>9}  {'proof vs traced':<22} svg"
     print(header)
     for r in rows:
-        print(f"  {r['label']:<32} {r['num_kernels']:>7} {r['num_custom_kernels']:>6} "
-              f"{r['max_rel_err']:>21.2e} {r['seconds']:>9.3f}  {r['svg']}")
+        print(f"  {r['label']:<28} {r['num_kernels']:>7} {r['num_custom_kernels']:>6} "
+              f"{r['max_rel_err']:>21.2e} {r['seconds']:>9.3f}  {r.get('proof', '—'):<22} "
+              f"{r['svg']}")
     print(f"\n(float64 reference interpreter against torch float64, random inputs; "
           f"report: {out / 'report.json'})")
