@@ -21,7 +21,6 @@ so no KeyError, TypeError or IndexError escapes from a damaged file.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import reprlib
@@ -36,6 +35,7 @@ from prism.frontend.builder import Block, Graph, Tensor
 from prism.ir.dims import shape_str
 from prism.ir.graph import MAX_RANK, KernelGraph, Shape
 from prism.ir.ops import OPS
+from prism.ir.serialize import parse_json
 
 FP16 = 921
 DEFAULT_REDUCTION_DIMX = 64
@@ -62,7 +62,7 @@ def _load(source: Any) -> tuple[str, str, Any]:
     if isinstance(source, list):
         return "mirage", "mirage", source
     if isinstance(source, str) and source.lstrip().startswith("["):
-        return "<text>", "mirage", _parse(source, "<text>")
+        return "<text>", "mirage", parse_json(source, "<text>", MirageFormatError)
     if isinstance(source, str | Path):
         path = Path(source)
         try:
@@ -70,20 +70,9 @@ def _load(source: Any) -> tuple[str, str, Any]:
         except (OSError, ValueError) as e:  # ValueError: a NUL in the path, or bad UTF-8
             raise MirageFormatError(f"{path}: cannot read the file ({e}); check the path and "
                                     "that it is a UTF-8 JSON file") from e
-        return str(path), path.stem, _parse(text, str(path))
+        return str(path), path.stem, parse_json(text, str(path), MirageFormatError)
     raise MirageFormatError(f"import_mirage takes a path, JSON text or a parsed JSON list, got "
                             f"{type(source).__name__}; pass the .json file's path")
-
-
-def _parse(text: str, label: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise MirageFormatError(f"{label}: not valid JSON at line {e.lineno} col {e.colno} "
-                                f"(truncated?): {e.msg}; re-save or re-copy the file") from e
-    except RecursionError as e:
-        raise MirageFormatError(f"{label}: JSON nested too deeply to parse; a μGraph file is at "
-                                "most a few levels deep, so this is not one") from e
 
 
 # -- locations and typed accessors ---------------------------------------------------------------

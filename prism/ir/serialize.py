@@ -73,14 +73,15 @@ def load(path: str | Path) -> KernelGraph:
     return graph_from_json(parse_json(text, str(p)))
 
 
-def parse_json(text: str, source: str) -> Any:
+def parse_json(text: str, source: str, error: type[GraphFormatError] = GraphFormatError) -> Any:
+    """JSON text of a graph file (ours, or Mirage's with `error=MirageFormatError`)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise GraphFormatError(f"{source}: not valid JSON at line {e.lineno} column {e.colno} "
-                               f"({e.msg}; truncated?); re-save or re-export the file") from None
+        raise error(f"{source}: not valid JSON at line {e.lineno} column {e.colno} "
+                    f"({e.msg}; truncated?); re-save or re-export the file") from None
     except RecursionError:
-        raise GraphFormatError(f"{source}: JSON nests too deeply to be a graph file") from None
+        raise error(f"{source}: JSON nests too deeply to be a graph file") from None
 
 
 def graph_from_json(doc: Any) -> KernelGraph:
