@@ -25,7 +25,7 @@ from prism.frontend.mirage import import_mirage
 from prism.ir.graph import KernelGraph
 from prism.verify.equiv import Limits, verify
 from prism.verify.mutate import mutants
-from prism.verify.random_test import modular_test, random_test
+from prism.verify.randomized import modular_test, random_test
 from prism.workloads import WORKLOADS
 from prism.workloads.known_best import known_best
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from prism.frontend.mirage import import_mirage
     from prism.frontend.workload import Workload, workload
     from prism.verify.equiv import Verdict, verify
-    from prism.verify.random_test import random_test
+    from prism.verify.randomized import random_test
     from prism.workloads import WORKLOADS, get_workload
 
 _LAZY = {
@@ -38,7 +38,7 @@ _LAZY = {
     "get_workload": "prism.workloads",
     "verify": "prism.verify.equiv",
     "Verdict": "prism.verify.equiv",
-    "random_test": "prism.verify.random_test",
+    "random_test": "prism.verify.randomized",
 }
 
 

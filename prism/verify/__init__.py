@@ -2,7 +2,7 @@
 cross-check of the equivalence proofs)."""
 
 from prism.verify.modular import MODULAR
-from prism.verify.random_test import (
+from prism.verify.randomized import (
     Counterexample,
     RandomTestResult,
     float_inputs,

@@ -29,7 +29,7 @@ from prism.expr.tensor_terms import TensorAnalysis
 from prism.expr.terms import Term
 from prism.ir.graph import KernelGraph
 from prism.ir.spec import problems
-from prism.verify.random_test import random_test
+from prism.verify.randomized import random_test
 from prism.verify.translate import translate
 
 

@@ -14,7 +14,7 @@ from prism.frontend.mirage import import_mirage
 from prism.ir.serialize import save
 from prism.verify.equiv import Limits, verify
 from prism.verify.mutate import mutants
-from prism.verify.random_test import modular_test, random_test
+from prism.verify.randomized import modular_test, random_test
 from prism.verify.translate import translate
 from prism.workloads import WORKLOADS
 from prism.workloads.known_best import KNOWN_BEST, known_best
