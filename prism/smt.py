@@ -59,9 +59,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from prism.expr.axioms import Axiom
 from prism.expr.instances import (
@@ -72,7 +72,7 @@ from prism.expr.instances import (
 )
 from prism.expr.tensor_terms import COMPUTE, MOVEMENT, TensorInfo
 from prism.expr.terms import Term
-from prism.ir.dims import Dim, dim
+from prism.ir.dims import Atom, Dim, DimLike, dim
 
 STATUSES = ("proved", "refuted", "unknown", "not_stated")
 UNINTERPRETED = {"exp": 1, "silu": 1, "gelu": 1, "sqrt": 1, "pow": 2}
@@ -639,3 +639,121 @@ def _free_names(z3: Any, e: Any, memo: dict[int, tuple[Any, frozenset[str]]]
 
 
 __all__ = ["STATUSES", "SmtResult", "prove_axiom"]
+
+
+# == hardware feasibility: is there an assignment of a symbolic family that fits the device? ==
+#
+# A separate use of z3 from the axiom proofs above. Constraints are relations over `Dim`s; the
+# integer semantics, written for z3:
+#   plain variable v   an Int with lo ≤ v ≤ hi (its declared bounds, hard facts)
+#   bit b              an Int with 0 ≤ b ≤ 1 (hard)
+#   quotient n ÷ d     a fresh Int q; `n = d·q` is asserted ONLY by a named `exact(n, d)`
+#                      relation, so a quotient whose exactness no constraint states is free
+#                      (a core that omits its exactness is still unsat: fewer constraints).
+# Each named constraint is tracked by a Bool assumption of the same name, so `unsat_core()`
+# names the constraints that clash. A timeout is `unknown`, never `unsat`.
+
+
+@dataclass(frozen=True)
+class Relation:
+    """`lhs <= rhs`, `lhs == rhs`, or `exact`: the quotient lhs ÷ rhs divides exactly."""
+
+    lhs: Dim
+    op: Literal["<=", "==", "exact"]
+    rhs: Dim
+
+
+@dataclass(frozen=True)
+class NamedConstraint:
+    """Holds when one of `any_of` holds (usually a single relation)."""
+
+    name: str
+    any_of: tuple[Relation, ...]
+
+    @staticmethod
+    def of(name: str, lhs: DimLike, op: Literal["<=", "==", "exact"],
+           rhs: DimLike) -> NamedConstraint:
+        return NamedConstraint(name, (Relation(dim(lhs), op, dim(rhs)),))
+
+
+@dataclass(frozen=True)
+class Feasibility:
+    status: Literal["sat", "unsat", "unknown"]
+    model: dict[str, int] | None    # every variable and bit, when sat
+    core: tuple[str, ...]           # clashing constraint names, when unsat
+    reason: str = ""
+
+
+def hardware_feasibility(constraints: Sequence[NamedConstraint],
+                         bounds: Mapping[str, tuple[int, int]], *,
+                         timeout_ms: int = 10000) -> Feasibility:
+    """Whether some assignment (plain variables within `bounds`, bits 0/1) satisfies every
+    constraint; if not, an unsat core of constraint names."""
+    z3 = _z3()
+    names = [c.name for c in constraints]
+    if len(set(names)) != len(names):
+        raise ValueError("constraint names must be unique: the unsat core is reported by name")
+    enc = _DimEncoder(z3, bounds)
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    tracks = []
+    for c in constraints:
+        track = z3.Bool(c.name)
+        solver.add(z3.Implies(track, z3.Or(*[enc.relation(r) for r in c.any_of])))
+        tracks.append(track)
+    solver.add(*enc.domains)
+    answer = solver.check(*tracks)
+    if answer == z3.sat:
+        m = solver.model()
+        model = {n: m.eval(v, model_completion=True).as_long() for n, v in enc.vars.items()}
+        return Feasibility("sat", dict(sorted(model.items())), ())
+    if answer == z3.unsat:
+        return Feasibility("unsat", None, tuple(str(t) for t in solver.unsat_core()))
+    return Feasibility("unknown", None, (), str(solver.reason_unknown()))
+
+
+class _DimEncoder:
+    """Dims → z3 integer terms, declaring each variable once with its domain."""
+
+    def __init__(self, z3: Any, bounds: Mapping[str, tuple[int, int]]):
+        self.z3, self.bounds = z3, bounds
+        self.vars: dict[str, Any] = {}
+        self.quotients: dict[str, Any] = {}
+        self.domains: list[Any] = []
+
+    def relation(self, r: Relation) -> Any:
+        if r.op == "exact":
+            return self.term(r.lhs) == self.term(r.rhs) * self._quotient(Atom(num=r.lhs,
+                                                                             den=r.rhs))
+        lhs, rhs = self.term(r.lhs), self.term(r.rhs)
+        return lhs <= rhs if r.op == "<=" else lhs == rhs
+
+    def term(self, d: Dim) -> Any:
+        total: Any = self.z3.IntVal(0)
+        for mono, coef in d.terms:
+            factors: list[Any] = [self.z3.IntVal(coef)]
+            for atom, power in mono:
+                factors += [self._atom(atom)] * power
+            total = total + (self.z3.Product(*factors) if len(factors) > 1 else factors[0])
+        return total
+
+    def _atom(self, atom: Atom) -> Any:
+        if atom.num is not None and atom.den is not None:
+            return self._quotient(atom)
+        if atom.name not in self.vars:
+            v = self.vars[atom.name] = self.z3.Int(atom.name)
+            if atom.is_bit:
+                lo, hi = 0, 1
+            elif atom.name in self.bounds:
+                lo, hi = self.bounds[atom.name]
+            else:
+                raise ValueError(f"variable {atom.name} has no bounds; give (lo, hi) for it")
+            self.domains += [v >= lo, v <= hi]
+        return self.vars[atom.name]
+
+    def _quotient(self, atom: Atom) -> Any:
+        if atom.key not in self.quotients:
+            assert atom.num is not None and atom.den is not None
+            self.term(atom.num), self.term(atom.den)   # declare the variables inside
+            self.quotients[atom.key] = self.z3.Int(f"q{len(self.quotients)}[{atom.key}]")
+        return self.quotients[atom.key]

@@ -17,6 +17,7 @@ ALLOWED = {
     "workloads": {"ir", "frontend"},
     "expr": {"ir"},
     "verify": {"ir", "expr", "trace"},
+    "search": {"ir", "expr", "verify", "trace", "smt"},   # smt: the z3 module, lazily z3
 }
 # heavy dependency → the only modules that may import it
 HEAVY = {

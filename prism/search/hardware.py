@@ -1,0 +1,160 @@
+"""The hardware pruning rule: does ANY assignment of a symbolic family fit the device?
+
+A family is a `KernelGraph` whose block graphs have symbolic grid sizes, loop ranges and map
+bits. Its assignments must satisfy, per custom kernel (REFERENCE §1.2 "Validity of an
+assignment", §1.7):
+
+    (a) maps        each symbolic map row has at most one 1 (bits are 0/1 by their domain)
+    (b) divides     every quotient n ÷ d in a tile or tensor dim divides exactly
+    (c) grid        grid sizes, loop range ≥ 1; Π grid ≤ max_blocks
+    (d) smem        dtype_bytes · Σ tile elements of every block op that is neither unary
+                    (mul_scalar included, as Mirage's is_unary has it) nor `nored` ≤ smem_bytes
+    (e) matmul      each matmul operand tile's last two dims ≥ min_matmul_tile
+    (f) shapes      dims the symbolic shape rule matched are equal (or broadcast) once
+                    evaluated, as `spec.check` requires under an assignment
+    (g) redtox      a redtox_ld_sum chunk width divides the last dim
+
+z3 (`prism.smt.hardware_feasibility`) decides; unsat means the family is pruned, with the
+clashing constraints' names as evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from prism.ir.dims import Dim, add, dim, mul, quotients
+from prism.ir.graph import BlockGraph, KernelGraph, Map
+from prism.ir.ops import OPS
+from prism.smt import NamedConstraint, Relation, hardware_feasibility
+
+# Categories whose tiles cost no smem. mul_scalar ("scalar") is unary in Mirage's is_unary; "io"
+# here is the output op, which makes no tile (input tiles are counted, see `smem_tiles`).
+SMEM_FREE = frozenset({"unary", "scalar", "io"})
+
+
+@dataclass(frozen=True)
+class Device:
+    smem_bytes: int = 96 * 1024
+    max_blocks: int = 4096
+    min_matmul_tile: int = 16
+    dtype_bytes: int = 2   # fp16
+
+
+@dataclass(frozen=True)
+class HardwareVerdict:
+    feasible: bool | None                 # None: z3 gave up (timeout), nothing is claimed
+    assignment: Mapping[str, int] | None  # a fitting assignment, when feasible
+    core: tuple[str, ...]                 # the clashing constraints, when infeasible
+    reason: str
+
+
+def check_hardware(graph: KernelGraph, device: Device = Device(), *,
+                   timeout_ms: int = 10000) -> HardwareVerdict:
+    constraints = hardware_constraints(graph, device)
+    answer = hardware_feasibility(constraints, variable_bounds(graph), timeout_ms=timeout_ms)
+    if answer.status == "sat":
+        assert answer.model is not None
+        shown = ", ".join(f"{k}={v}" for k, v in answer.model.items()) or "nothing to choose"
+        return HardwareVerdict(True, answer.model, (), f"fits: {shown}")
+    if answer.status == "unsat":
+        core = answer.core
+        clash = core[0] + (" clashes with " + ", ".join(core[1:]) if core[1:] else " fails")
+        return HardwareVerdict(False, None, core, f"no assignment fits: {clash}")
+    return HardwareVerdict(None, None, (), f"undecided (z3: {answer.reason}); not pruned")
+
+
+def variable_bounds(graph: KernelGraph) -> dict[str, tuple[int, int]]:
+    """Every plain variable in 1..the largest concrete kernel dim (a size that divides a dim
+    is at most it; one that divides none is as good at 1)."""
+    largest = max([d.value for _, s in graph.tensors for d in s if d.is_const] or [1])
+    return {n: (1, largest) for n in graph.free_vars()}
+
+
+def hardware_constraints(graph: KernelGraph, device: Device = Device()) -> list[NamedConstraint]:
+    """The named constraints (a)-(g) of every custom kernel, each quotient's exactness once."""
+    blocks = list(graph.iter_blocks())
+    done: set[str] = set()   # quotients already stated exact
+    out: list[NamedConstraint] = []
+    for i, (_, block) in enumerate(blocks):
+        prefix = f"kernel {i}: " if len(blocks) > 1 else ""
+        out += [NamedConstraint(prefix + c.name, c.any_of)
+                for c in _block_constraints(block, device, done)]
+    for name, shape in graph.tensors:
+        out += _exact(name, shape, done)
+    return out
+
+
+def _block_constraints(bg: BlockGraph, dev: Device, done: set[str]) -> list[NamedConstraint]:
+    cs: list[NamedConstraint] = []
+    # (a) one data dim per parallel dim
+    for op in bg.ops:
+        tile = (op.outputs or op.inputs)[0]
+        for key in ("imap", "fmap", "omap"):
+            m = op.attr.get(key)
+            if isinstance(m, Map) and not m.is_concrete:
+                cs += [NamedConstraint.of(f"{tile} {key} row {p} splits ≤ 1 dim", add(*row), "<=",
+                                          1) for p, row in enumerate(m.rows)]
+    # (b) exact division, once per quotient
+    cs += _exact("grid", bg.grid, done)
+    cs += _exact("loop range", (bg.forloop_range,), done)
+    for name, shape in bg.tensors:
+        cs += _exact(name, shape, done)
+    # (c) sizes ≥ 1 (also their domain) and the block count
+    for k, g in enumerate(bg.grid):
+        if not g.is_const:
+            cs.append(NamedConstraint.of(f"grid {k} = {g} ≥ 1", 1, "<=", g))
+    if not bg.forloop_range.is_const:
+        cs.append(NamedConstraint.of(f"loop range {bg.forloop_range} ≥ 1", 1, "<=",
+                                     bg.forloop_range))
+    blocks = mul(*bg.grid)
+    cs.append(NamedConstraint.of(f"blocks {blocks} ≤ {dev.max_blocks}", blocks, "<=",
+                                 dev.max_blocks))
+    # (d) shared memory
+    smem = mul(dev.dtype_bytes, add(*[mul(*bg.shape(t)) for t in smem_tiles(bg)]))
+    cs.append(NamedConstraint.of(f"smem ≤ {dev.smem_bytes} B", smem, "<=", dev.smem_bytes))
+    for op in bg.ops:
+        if op.kind == "matmul":   # (e) and (f)
+            a, b = (bg.shape(t) for t in op.inputs)
+            for t, shape in zip(op.inputs, (a, b), strict=True):
+                for k in (len(shape) - 2, len(shape) - 1):
+                    cs.append(NamedConstraint.of(
+                        f"{t} dim {k} = {shape[k]} ≥ {dev.min_matmul_tile} (matmul tile)",
+                        dev.min_matmul_tile, "<=", shape[k]))
+            for x, y in zip((*a[:-2], a[-1]), (*b[:-2], b[-2]), strict=True):
+                if x != y:
+                    cs.append(NamedConstraint.of(f"{op.outputs[0]}: {x} = {y} (matmul dims)",
+                                                 x, "==", y))
+        elif op.kind in OPS and OPS[op.kind].category == "binary":   # (f) broadcast
+            a, b = (bg.shape(t) for t in op.inputs)
+            for k, (x, y) in enumerate(zip(a, b, strict=True)):
+                if x != y and dim(1) not in (x, y):
+                    cs.append(NamedConstraint(
+                        f"{op.outputs[0]} dim {k}: {x} = {y} or one is 1 (broadcast)",
+                        (Relation(x, "==", y), Relation(x, "==", dim(1)),
+                         Relation(y, "==", dim(1)))))
+        elif op.kind == "redtox_ld_sum":   # (g)
+            last = bg.shape(op.inputs[0])[-1]
+            cs.append(NamedConstraint.of(f"{op.outputs[0]}: {op.attr['dimx']} divides {last}",
+                                         last, "exact", op.attr["dimx"]))
+    return cs
+
+
+def smem_tiles(bg: BlockGraph) -> list[str]:
+    """The tiles that occupy shared memory: outputs of block ops neither unary nor nored."""
+    return [t for op in bg.ops
+            if op.kind == "input" or (OPS[op.kind].category not in SMEM_FREE
+                                      and op.kind != "nored")
+            for t in op.outputs]
+
+
+def _exact(name: str, shape: tuple[Dim, ...], done: set[str]) -> list[NamedConstraint]:
+    out = []
+    for k, d in enumerate(shape):
+        for num, den in quotients(d):
+            q = num / den
+            if q.key in done:
+                continue
+            done.add(q.key)
+            out.append(NamedConstraint.of(f"{name} dim {k} = {q} divides", num, "exact", den))
+    return out

@@ -1,0 +1,123 @@
+"""The hardware pruning rule against its oracle: brute-force enumeration of every assignment
+(grid sizes and loop range over powers of two, bits over 0/1), checked by `spec` and limits
+recomputed here from the evaluated tile shapes."""
+
+import functools
+import itertools
+import math
+
+import pytest
+
+from prism.frontend.builder import Block, Graph
+from prism.ir.dims import evaluate, var
+from prism.ir.graph import KernelGraph
+from prism.ir.ops import OPS
+from prism.ir.spec import check, problems
+from prism.search import Device, check_hardware, hardware_constraints
+from prism.search.hardware import variable_bounds
+from prism.smt import NamedConstraint, hardware_feasibility
+
+
+def rmsnorm_matmul(symbolic_maps: bool) -> KernelGraph:
+    """The fused RMSNorm+MatMul with symbolic grid and loop; W's maps symbolic if asked."""
+    g = Graph("rmsnorm_matmul")
+    X = g.input("X", (8, 256))
+    W = g.input("W", (256, 512))
+    tb = Block(grid=("g0",), forloop_range="F")
+    x = tb.input(X, imap=(-1,), fmap=1)
+    w = (tb.input(W, imap="symbolic", fmap="symbolic") if symbolic_maps
+         else tb.input(W, imap=(1,), fmap=0))
+    y = tb.div(tb.accum(tb.matmul(x, w), "nored"), tb.accum(x, "red_ld_rms"))
+    tb.output(y, omap=(1,))
+    (out,) = g.customized(tb)
+    g.output(out)
+    return g.build()
+
+
+def within_limits(graph: KernelGraph, env: dict[str, int], dev: Device) -> bool:
+    """The limits, recomputed from the evaluated tile shapes."""
+    for _, bg in graph.iter_blocks():
+        if math.prod(evaluate(g, env) for g in bg.grid) > dev.max_blocks:
+            return False
+        smem = 0
+        for op in bg.ops:
+            free = OPS[op.kind].category in ("unary", "scalar") or op.kind == "nored"
+            smem += 0 if free else sum(
+                math.prod(evaluate(d, env) for d in bg.shape(t)) for t in op.outputs)
+        if dev.dtype_bytes * smem > dev.smem_bytes:
+            return False
+        for op in bg.ops:
+            if op.kind == "matmul" and any(evaluate(d, env) < dev.min_matmul_tile
+                                           for t in op.inputs for d in bg.shape(t)[-2:]):
+                return False
+    return True
+
+
+@functools.cache
+def well_formed_assignments(symbolic_maps: bool) -> list[dict[str, int]]:
+    """Every assignment `spec` accepts: bits over 0/1, sizes over powers of two up to 512."""
+    graph = rmsnorm_matmul(symbolic_maps)
+    names = sorted(graph.free_vars())
+    bits = [n for n in names if "_p" in n]   # the builder's map bits: {tile}_{im,fm}_d{d}_p{p}
+    sizes = [n for n in names if n not in bits]
+    powers = [2**k for k in range(10)]
+    envs = (dict(zip(bits + sizes, values, strict=True))
+            for values in itertools.product(*[(0, 1)] * len(bits), *[powers] * len(sizes)))
+    return [env for env in envs if not problems(graph, env)]
+
+
+def brute_force(symbolic_maps: bool, dev: Device) -> bool:
+    graph = rmsnorm_matmul(symbolic_maps)
+    return any(within_limits(graph, env, dev) for env in well_formed_assignments(symbolic_maps))
+
+
+DEVICES = {
+    "default (8-row X below the 16 tile)": Device(),
+    "8 tiles": Device(min_matmul_tile=8),
+    "tiny smem": Device(smem_bytes=512, min_matmul_tile=8),
+    "just enough smem": Device(smem_bytes=528, min_matmul_tile=8),
+    "one block": Device(max_blocks=1, min_matmul_tile=8),
+    "one block, 16 KB": Device(max_blocks=1, smem_bytes=16 * 1024, min_matmul_tile=8),
+}
+
+
+@pytest.mark.parametrize("symbolic_maps", [False, True], ids=["fixed maps", "symbolic maps"])
+@pytest.mark.parametrize("device", list(DEVICES.values()), ids=list(DEVICES))
+def test_check_hardware_agrees_with_brute_force(symbolic_maps: bool, device: Device):
+    graph = rmsnorm_matmul(symbolic_maps)
+    verdict = check_hardware(graph, device)
+    assert verdict.feasible is brute_force(symbolic_maps, device), verdict.reason
+    if verdict.feasible:
+        assert verdict.assignment is not None
+        check(graph, verdict.assignment)   # raises if ill-formed
+        assert within_limits(graph, dict(verdict.assignment), device)
+    else:
+        assert verdict.core and verdict.reason.startswith("no assignment fits: ")
+        constraints = hardware_constraints(graph, device)
+        core = [c for c in constraints if c.name in verdict.core]
+        assert len(core) == len(verdict.core)
+        alone = hardware_feasibility(core, variable_bounds(graph))
+        assert alone.status == "unsat"
+
+
+def test_expected_verdicts_and_cores():
+    # Not only agreement: the limits above do split the families both ways.
+    graph = rmsnorm_matmul(False)
+    assert check_hardware(graph, DEVICES["8 tiles"]).feasible is True
+    tiny = check_hardware(graph, DEVICES["tiny smem"])
+    assert tiny.feasible is False and "smem ≤ 512 B" in tiny.core
+    one = check_hardware(graph, DEVICES["one block, 16 KB"])
+    assert one.feasible is False and {"blocks g0 ≤ 1", "smem ≤ 16384 B"} <= set(one.core)
+    default = check_hardware(graph, Device())
+    assert default.core == ("X_tile dim 0 = 8 ≥ 16 (matmul tile)",)
+
+
+def test_unsat_core_names_the_clash():
+    g = var("g")
+    cs = [NamedConstraint.of("g ≥ 10", 10, "<=", g), NamedConstraint.of("g ≤ 4", g, "<=", 4),
+          NamedConstraint.of("64/g divides", 64, "exact", g)]
+    answer = hardware_feasibility(cs, {"g": (1, 64)})
+    assert answer.status == "unsat" and set(answer.core) == {"g ≥ 10", "g ≤ 4"}
+    ok = hardware_feasibility(cs[1:], {"g": (1, 64)})
+    assert ok.status == "sat" and ok.model is not None and 64 % ok.model["g"] == 0
+    assert ok.model["g"] <= 4
