@@ -92,3 +92,18 @@ def test_module_entry_point():
     out = subprocess.run([sys.executable, "-m", "prism", "workloads", "--json"],
                          capture_output=True, text=True, check=True)
     assert len(json.loads(out.stdout)["workloads"]) == 9
+
+
+def test_a_users_own_workload_file(capsys, tmp_path):
+    source = tmp_path / "mine.py"
+    source.write_text(
+        "import torch\nimport prism\n\n"
+        "@prism.workload(X=(4, 32), W=(32, 16))\n"
+        "def scaled(X, W):\n"
+        "    return torch.nn.functional.silu(X @ W) * 0.5\n")
+    code, doc = run_json(capsys, "interpret", f"{source}:scaled")
+    assert code == 0
+    (row,) = doc["results"]
+    assert row["label"] == "scaled" and row["max_rel_err"] < 1e-12
+    assert main(["interpret", f"{source}:missing"]) == 2
+    assert "not a function decorated with @prism.workload" in capsys.readouterr().err
