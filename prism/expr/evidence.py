@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prism.errors import DimExprError
 from prism.expr.axioms import Axiom
 from prism.expr.rules import Pattern, TermFacts, is_var
 from prism.expr.tensor_terms import Info, TensorAnalysis, TensorInfo, evaluate
@@ -132,7 +133,7 @@ def _sizes(rng: np.random.Generator, infos: list[Info]) -> dict[str, int] | None
                 assert isinstance(info, TensorInfo)
                 for d in info.shape:
                     eval_dim(d, env)
-        except Exception:
+        except DimExprError:  # a split that does not divide at these sizes
             continue
         return env
     return None

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 import reprlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -351,6 +351,18 @@ def _grid_rank(sizes: list[int]) -> int:
 
 # -- block graphs --------------------------------------------------------------------------------
 
+def _expect_guid(op: dict[str, Any], expected: Sequence[_Rec], k: int, kind: str, verb: str,
+                 role: str, where: _Where) -> None:
+    """Block input/output k must name custom-op input/output k (Mirage keeps them in order)."""
+    dtensor = _tensor_rec(_get(op, "dtensor", where), where.at("dtensor"))
+    if k < len(expected) and dtensor.guid == expected[k].guid:
+        return
+    want = f"guid {expected[k].guid}" if k < len(expected) else "nothing"
+    raise where.error(f"{kind} {k} {verb} guid {dtensor.guid}, but custom-op {role} {k} is "
+                      f"{want}", f"{kind}s must {verb[:-1]} the custom op's {role}s, in order; "
+                      "the file is damaged")
+
+
 class _BlockImport:
     """One `bgraph`: its block ops, added in file order to a `Block` builder."""
 
@@ -379,12 +391,7 @@ class _BlockImport:
 
     def _input(self, op: dict[str, Any], where: _Where) -> None:
         k = self.n_in
-        dtensor = _tensor_rec(_get(op, "dtensor", where), where.at("dtensor"))
-        if k >= len(self.ins) or dtensor.guid != self.ins[k].guid:
-            want = f"guid {self.ins[k].guid}" if k < len(self.ins) else "nothing"
-            raise where.error(f"tb_input_op {k} reads guid {dtensor.guid}, but custom-op input "
-                              f"{k} is {want}", "tb_input_ops must read the custom op's inputs, "
-                              "in order; the file is damaged")
+        _expect_guid(op, self.ins, k, "tb_input_op", "reads", "input", where)
         imap = self._map(op, "input_map", where)
         fmap = _int_field(op, "forloop_dim", where, -1, MAX_RANK - 1)
         out = _one_rec(op, "output_tensors", where)
@@ -396,12 +403,7 @@ class _BlockImport:
     def _output(self, op: dict[str, Any], where: _Where) -> None:
         k = self.n_out
         tile = self.scope.read(_one_rec(op, "input_tensors", where), where)
-        dtensor = _tensor_rec(_get(op, "dtensor", where), where.at("dtensor"))
-        if k >= len(self.outs) or dtensor.guid != self.outs[k].guid:
-            want = f"guid {self.outs[k].guid}" if k < len(self.outs) else "nothing"
-            raise where.error(f"tb_output_op {k} writes guid {dtensor.guid}, but custom-op "
-                              f"output {k} is {want}", "tb_output_ops must write the custom "
-                              "op's outputs, in order; the file is damaged")
+        _expect_guid(op, self.outs, k, "tb_output_op", "writes", "output", where)
         omap = self._map(op, "output_map", where)
         with _building(where):
             self.tb.output(tile, omap=omap)

@@ -270,9 +270,8 @@ def div(num: DimLike, den: DimLike) -> Dim:
                         del left[a]
                 acc[tuple(sorted(left.items()))] = c // den_coef
             return Dim(acc)
-    if n.is_const and d.is_const:
-        # Both constants but not exactly divisible: keep the quotient so evaluation reports it.
-        pass
+    # What does not cancel stays a quotient atom (constants that do not divide included, so that
+    # evaluation reports them).
     return Dim({((Atom(num=n, den=d), 1),): 1})
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -60,7 +60,6 @@ class OpDef:
     attrs: tuple[str, ...] = ()           # attribute names the op requires
     accumulation: Accumulation | None = None
     doc: str = ""
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 # -- shape rules ---------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from prism.errors import PrismError
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op, Shape
+from prism.ir.ops import OPS
 
 _FONT = 'fontname="Helvetica"'
 _COLORS = {"input": "#dbeafe", "output": "#dcfce7", "customized": "#fef3c7", "accum": "#fde2e4"}
@@ -81,8 +82,7 @@ def _block_cluster(prefix: str, index: int, op: Op, bg: BlockGraph, kshapes: dic
             lines = [_map_text("omap", bop.attr["omap"]), f"writes {dst} {_shape(kshapes[dst])}"]
             out.append(_node(nid, "block output", lines, _COLORS["output"]))
         else:
-            accum = bop.outputs[0] in post and bop.kind in {
-                "nored", "red_ld_sum", "red_ld_mean", "red_ld_rms", "redtox_ld_sum"}
+            accum = OPS[bop.kind].category == "accum"
             title = f"accum {bop.kind}" if accum else bop.kind
             where = "after loop" if bop.outputs[0] in post else "loop body"
             out.append(_node(nid, title, [*_op_lines(bop, bg.shapes), where],

@@ -122,7 +122,8 @@ class _AxisNames:
 
     def __init__(self, bg: BlockGraph, suffix: str, sizes: dict[str, Dim], concrete: bool):
         self.concrete = concrete and all(s.is_const for s in (*bg.grid, bg.forloop_range))
-        self.suffix, self.sizes, self.used = suffix, sizes, set()  # type: ignore[var-annotated]
+        self.suffix, self.sizes = suffix, sizes
+        self.used: set[str] = set()
 
     def name(self, symbolic: str, size: Dim) -> str:
         if self.concrete and size.is_const:
