@@ -153,6 +153,130 @@ def _target_at_shapes(target: Any, candidate: Any) -> Any:
     return w.with_shapes(**dict(zip(w.shapes, shapes, strict=True))).graph
 
 
+class Exit:
+    """A command's result with a non-zero exit status (e.g. a search that found nothing)."""
+
+    def __init__(self, result: Any, code: int):
+        self.result, self.code = result, code
+
+
+def _parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    name, sep, dims = text.partition("=")
+    try:
+        shape = tuple(int(x) for x in dims.lower().split("x"))
+    except ValueError:
+        shape = ()
+    if not sep or not name or not shape or any(d < 1 for d in shape):
+        raise PrismError(f"--shape {text!r} is not NAME=8x1024 (a parameter name, then "
+                         "positive dims joined by x)")
+    return name, shape
+
+
+def _search_target(args: argparse.Namespace) -> Any:
+    from prism.targets import resolve
+    targets = resolve(args.target)
+    if len(targets) != 1:
+        raise PrismError(f"{args.target} holds {len(targets)} graphs; search one program")
+    target = targets[0]
+    if args.shape:
+        w = target.workload
+        if w is None:
+            raise PrismError("--shape needs a workload TARGET (a name or path.py:function)")
+        shapes = dict(_parse_shape(s) for s in args.shape)
+        unknown = sorted(set(shapes) - set(w.shapes))
+        if unknown:
+            raise PrismError(f"--shape names {', '.join(unknown)}; {w.name} has parameters "
+                             f"{', '.join(w.shapes)}")
+        from prism.targets import Target
+        w = w.with_shapes(**shapes)
+        target = Target(target.label, w.graph, w)
+    return target
+
+
+def _search_config(args: argparse.Namespace) -> Any:
+    from prism.search import SearchConfig
+    from prism.search.config import BLOCK_OPS
+    kw: dict[str, Any] = {"budget_s": args.budget, "seed": args.seed,
+                          "disabled": frozenset(args.disable or ())}
+    for name in ("max_block_ops", "max_kernel_ops", "max_accumulators", "max_block_inputs",
+                 "max_custom_kernels", "max_families"):
+        if getattr(args, name) is not None:
+            kw[name] = getattr(args, name)
+    if args.grid_dims:
+        kw["grid_dims"] = tuple(int(k) for k in args.grid_dims.split(","))
+    if args.block_ops:
+        kw["block_ops"] = tuple(args.block_ops.split(","))
+    elif args.kernel_ops:
+        kw["block_ops"] = BLOCK_OPS
+    if args.kernel_ops:
+        kw["kernel_ops"] = tuple(args.kernel_ops.split(","))
+    return SearchConfig(**kw)
+
+
+def _cmd_search(args: argparse.Namespace) -> Any:
+    from prism.search import audit, search
+    from prism.search.checkpoint import load_checkpoint, reinstantiate, save_checkpoint
+    from prism.trace import JsonlWriter, Tracer
+    target = _search_target(args)
+    config = _search_config(args)
+    tracer = Tracer(keep=False)
+    writer = JsonlWriter(args.trace) if args.trace else None
+    if writer is not None:
+        tracer.subscribe(writer)
+    try:
+        if args.audit_rule:
+            report = audit(target.graph, args.audit_rule, config, tracer=tracer,
+                           label=target.label).to_json()
+            if not args.json:
+                print(f"audit of {report['rule']} on {report['target']}: {report['pruned']} "
+                      f"families pruned, {report['explored']} explored under them, "
+                      f"{report['checked']} programs verified, {report['equivalent']} "
+                      f"equivalent; {'no' if report['sound'] else len(report['wrongly_pruned'])}"
+                      f" wrongly pruned ({report['seconds']:.1f} s)")
+                for w in report["wrongly_pruned"]:
+                    print(f"  {w['family']} ({w['rule']}: {w['reason']}): {w['finding']}")
+            out = report if args.json else None
+            return out if report["sound"] else Exit(out, 1)
+        checkpoint = Path(args.checkpoint) if args.checkpoint else None
+        if checkpoint is not None and checkpoint.exists():
+            ck = load_checkpoint(checkpoint)
+            result = reinstantiate(ck, target.graph, config, tracer=tracer, label=target.label)
+            extra = {"checkpoint": {"path": str(checkpoint), "loaded": True,
+                                    "search_seconds": ck.search_seconds}}
+        else:
+            result = search(target.graph, config, tracer=tracer, label=target.label)
+            extra = {}
+            if checkpoint is not None:
+                save_checkpoint(result, target.graph, checkpoint)
+                extra = {"checkpoint": {"path": str(checkpoint), "loaded": False}}
+    finally:
+        if writer is not None:
+            writer.close()
+    doc = {**result.to_json(), **extra}
+    if args.trace:
+        doc["trace"] = args.trace
+    if not args.json:
+        _print_search(doc)
+    out = doc if args.json else None
+    return out if result.equivalent else Exit(out, 1)
+
+
+def _print_search(doc: dict[str, Any]) -> None:
+    fam = doc["families"]
+    pruned = ", ".join(f"{k} {v}" for k, v in fam["pruned"].items())
+    state = "complete" if doc["complete"] else f"stopped: {doc['stop_reason']}"
+    print(f"{doc['target']}: {fam['generated']} families generated, {fam['kept']} kept "
+          f"(pruned: {pruned}); {len(doc['candidates'])} candidates verified in "
+          f"{doc['seconds']:.1f} s ({state})")
+    for c in doc["candidates"]:
+        if c["verdict"] == "equivalent":
+            cost = f", modeled {c['modeled_us']:.2f} µs" if "modeled_us" in c else ""
+            print(f"  {c['id']}: equivalent ({c['method']}, {c['proof_steps']} steps, "
+                  f"{c['sizes']} sizes), {c['num_kernels']} kernel(s){cost}")
+    if "message" in doc:
+        print(doc["message"])
+
+
 def _cmd_lab(args: argparse.Namespace) -> Any:
     import os
     import subprocess
@@ -213,6 +337,30 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--time-limit", type=float, default=10.0, help="e-graph seconds per graph")
     sp.add_argument("--nodes", type=int, default=20_000, help="e-graph node limit")
     sp.add_argument("--iterations", type=int, default=30, help="e-graph iteration limit")
+    sp = command("search", _cmd_search, "symbolic search and verification: families "
+                 "generated, pruned per rule, kept, and the verified candidates")
+    sp.add_argument("target", help="a workload name or path.py:function (@prism.workload)")
+    sp.add_argument("--shape", action="append", metavar="NAME=8x1024",
+                    help="a parameter's shape (repeat for several)")
+    sp.add_argument("--budget", type=float, default=600.0, help="seconds (default 600)")
+    sp.add_argument("--trace", metavar="F.jsonl", help="write every decision to this file")
+    sp.add_argument("--checkpoint", metavar="F", help="load this symbolic checkpoint and "
+                    "re-instantiate it at the shapes (no search); if it does not exist, "
+                    "search and write it")
+    sp.add_argument("--audit-rule", metavar="NAME", help="re-explore what rule NAME pruned "
+                    "and verify it: exits 1 if an equivalent program was pruned wrongly")
+    sp.add_argument("--disable", action="append", metavar="RULE",
+                    help="switch a pruning rule off (repeat for several)")
+    sp.add_argument("--max-block-ops", type=int)
+    sp.add_argument("--max-kernel-ops", type=int)
+    sp.add_argument("--max-accumulators", type=int)
+    sp.add_argument("--max-block-inputs", type=int)
+    sp.add_argument("--max-custom-kernels", type=int)
+    sp.add_argument("--max-families", type=int, help="stop after this many families")
+    sp.add_argument("--grid-dims", help="grid-dim counts to try, e.g. 1,2")
+    sp.add_argument("--block-ops", help="block vocabulary, comma-separated")
+    sp.add_argument("--kernel-ops", help="pre-defined kernel ops to allow, comma-separated")
+    sp.add_argument("--seed", type=int, default=0, help="0: canonical order")
     sp = command("lab", _cmd_lab, "JupyterLab on the notebooks (--json: print the command only)")
     sp.add_argument("--notebooks", default="notebooks")
     return p
@@ -232,11 +380,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    code = 0
+    if isinstance(result, Exit):
+        result, code = result.result, result.code
     if args.json:
         if isinstance(result, dict):
             result.setdefault("seconds", round(time.perf_counter() - started, 3))
         print(json.dumps(result))
-    return 0
+    return code
 
 
 if __name__ == "__main__":

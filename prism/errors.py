@@ -23,6 +23,10 @@ class UnknownWorkloadError(PrismError):
     """A workload name that is not in the registry."""
 
 
+class UnknownDeviceError(PrismError):
+    """A device name the cost model has no specification for; the message names the known ones."""
+
+
 class GraphFormatError(PrismError):
     """A graph file (ours) that is not valid JSON or not a valid graph document."""
 

@@ -75,21 +75,21 @@ def dims_match(x: Dim, y: Dim) -> bool:
     names = x.free_vars() | y.free_vars()
     if not any(_has_bits(d) for d in (x, y)):
         return False
-    env = {n: 0 if n in _bit_names(x) | _bit_names(y) else 1 for n in names}
+    env = {n: 0 if n in bit_names(x) | bit_names(y) else 1 for n in names}
     try:
         return bool(evaluate(x, env) == evaluate(y, env))
     except PrismError:
         return False
 
 
-def _bit_names(d: Dim) -> set[str]:
+def bit_names(d: Dim) -> set[str]:
     return {a.name for m, _ in d.terms for a, _ in m if a.is_bit} | {
         n for m, _ in d.terms for a, _ in m if a.num is not None and a.den is not None
-        for n in _bit_names(a.num) | _bit_names(a.den)}
+        for n in bit_names(a.num) | bit_names(a.den)}
 
 
 def _has_bits(d: Dim) -> bool:
-    return bool(_bit_names(d))
+    return bool(bit_names(d))
 
 
 def _same(shapes: list[Shape], attrs: Attrs) -> Shape:

@@ -9,7 +9,9 @@ assignment", §1.7):
     (c) grid        grid sizes, loop range ≥ 1; Π grid ≤ max_blocks
     (d) smem        dtype_bytes · Σ tile elements of every block op that is neither unary
                     (mul_scalar included, as Mirage's is_unary has it) nor `nored` ≤ smem_bytes
-    (e) matmul      each matmul operand tile's last two dims ≥ min_matmul_tile
+    (e) matmul      each matmul operand tile's last two dims ≥ min_matmul_tile, or a whole
+                    data dim that is not split (the code generator pads it to the minimum:
+                    X[8, d] @ W needs 8 rows padded to 16, never a split of 8 into 2 × 4)
     (f) shapes      dims the symbolic shape rule matched are equal (or broadcast) once
                     evaluated, as `spec.check` requires under an assignment
     (g) redtox      a redtox_ld_sum chunk width divides the last dim
@@ -23,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from prism.ir.dims import Dim, add, dim, mul, quotients
+from prism.ir.dims import Dim, add, dim, evaluate, mul, quotients
 from prism.ir.graph import BlockGraph, KernelGraph, Map
-from prism.ir.ops import OPS
+from prism.ir.ops import OPS, bit_names
 from prism.smt import NamedConstraint, Relation, hardware_feasibility
 
 # Categories whose tiles cost no smem. mul_scalar ("scalar") is unary in Mirage's is_unary; "io"
@@ -82,7 +84,20 @@ def hardware_constraints(graph: KernelGraph, device: Device = Device()) -> list[
                 for c in _block_constraints(block, device, done)]
     for name, shape in graph.tensors:
         out += _exact(name, shape, done)
-    return out
+    return _unique(out)
+
+
+def _unique(constraints: list[NamedConstraint]) -> list[NamedConstraint]:
+    """One constraint per statement; a name stated twice for different relations gets a
+    number (the unsat core is reported by name)."""
+    seen: dict[str, NamedConstraint] = {}
+    for c in constraints:
+        name, k = c.name, 1
+        while name in seen and seen[name] != c:
+            k += 1
+            name = f"{c.name} #{k}"
+        seen.setdefault(name, NamedConstraint(name, c.any_of))
+    return list(seen.values())
 
 
 def _block_constraints(bg: BlockGraph, dev: Device, done: set[str]) -> list[NamedConstraint]:
@@ -118,9 +133,14 @@ def _block_constraints(bg: BlockGraph, dev: Device, done: set[str]) -> list[Name
             a, b = (bg.shape(t) for t in op.inputs)
             for t, shape in zip(op.inputs, (a, b), strict=True):
                 for k in (len(shape) - 2, len(shape) - 1):
-                    cs.append(NamedConstraint.of(
-                        f"{t} dim {k} = {shape[k]} ≥ {dev.min_matmul_tile} (matmul tile)",
-                        dev.min_matmul_tile, "<=", shape[k]))
+                    whole = unsplit(shape[k])
+                    if shape[k] == whole:
+                        continue   # a whole data dim: padded when small
+                    cs.append(NamedConstraint(
+                        f"{t} dim {k} = {shape[k]} ≥ {dev.min_matmul_tile} or unsplit "
+                        "(matmul tile)",
+                        (Relation(dim(dev.min_matmul_tile), "<=", shape[k]),
+                         Relation(shape[k], "==", whole))))
             for x, y in zip((*a[:-2], a[-1]), (*b[:-2], b[-2]), strict=True):
                 if x != y:
                     cs.append(NamedConstraint.of(f"{op.outputs[0]}: {x} = {y} (matmul dims)",
@@ -138,6 +158,18 @@ def _block_constraints(bg: BlockGraph, dev: Device, done: set[str]) -> list[Name
             cs.append(NamedConstraint.of(f"{op.outputs[0]}: {op.attr['dimx']} divides {last}",
                                          last, "exact", op.attr["dimx"]))
     return cs
+
+
+def unsplit(d: Dim) -> Dim:
+    """The data dim a tile dim comes from: every map bit 0 (no split), every size 1."""
+    names = d.free_vars()
+    if not names:
+        return d
+    return dim(evaluate(d, {n: 0 if _is_bit(d, n) else 1 for n in names}))
+
+
+def _is_bit(d: Dim, name: str) -> bool:
+    return name in bit_names(d)
 
 
 def smem_tiles(bg: BlockGraph) -> list[str]:

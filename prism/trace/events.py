@@ -6,7 +6,7 @@ strings; `parent`, `family` and `candidate` link an event to the family or candi
 
     FamilyGenerated.id ← FamilyPruned.id            (the family that was pruned)
     FamilyGenerated.id ← CandidateVerified.family   ← Instantiated.candidate ← Measured.candidate
-                       ← CandidateRejected.family
+                       ← CandidateRejected.family, CandidateUndecided.family
 
 JSON form: `{"type": "<class name>", "seq": ..., "time": ..., <fields>}`. Payloads (`evidence`,
 `proof`, `counterexample`, `params`, `summary`, `graph`) are normalized to plain JSON values when
@@ -99,6 +99,16 @@ class CandidateRejected(Event):
 
 
 @dataclass(frozen=True)
+class CandidateUndecided(Event):
+    """Candidate `id` of `family` was neither proved nor refuted within the limits (`reason`)."""
+
+    id: str
+    family: str | None
+    reason: str
+    method: str | None = None
+
+
+@dataclass(frozen=True)
 class Instantiated(Event):
     """Candidate became the concrete kernel `id` with parameters `params` (tiles, grid, ...)."""
 
@@ -160,6 +170,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         FamilyPruned,
         CandidateVerified,
         CandidateRejected,
+        CandidateUndecided,
         Instantiated,
         Measured,
         StageStarted,

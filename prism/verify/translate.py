@@ -20,8 +20,9 @@ identities). Axis names are distinct per custom kernel (`gx`, `F`; `gx1`, `F1`; 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from prism.errors import PrismError
 from prism.expr.terms import Term
@@ -84,15 +85,19 @@ def translate(graph: KernelGraph, input_names: Sequence[str] | None = None,
 
 
 def _compute(op: Op, args: list[Term], rank: int) -> Term:
-    """A compute op; attributes become atom arguments (a dim index, a scalar)."""
-    attrs = op.attr
-    if op.kind in ("sum", "mean"):
-        return Term(op.kind, (*args, leaf(attrs["dim"])))
-    if op.kind == "mul_scalar":
-        return Term(op.kind, (*args, leaf(repr(float(attrs["scalar"])))))
-    if op.kind == "rms_norm":
-        return Term(op.kind, (*args, leaf(rank - 1)))
-    return Term(op.kind, tuple(args))
+    return compute_term(op.kind, args, rank, op.attr)
+
+
+def compute_term(kind: str, args: Sequence[Term], rank: int, attrs: Mapping[str, Any]) -> Term:
+    """A compute op on operands of rank `rank`; attributes become atom arguments (a dim index,
+    a scalar)."""
+    if kind in ("sum", "mean"):
+        return Term(kind, (*args, leaf(attrs["dim"])))
+    if kind == "mul_scalar":
+        return Term(kind, (*args, leaf(repr(float(attrs["scalar"])))))
+    if kind == "rms_norm":
+        return Term(kind, (*args, leaf(rank - 1)))
+    return Term(kind, tuple(args))
 
 
 def _is_one(size: Dim) -> bool:
@@ -159,14 +164,14 @@ def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Di
             env[op.outputs[0]] = t
         elif op.kind == "output":
             continue
-        elif op.kind in _ACCUMULATORS:
+        elif op.kind in ACCUMULATOR_TERMS:
             x = env[op.inputs[0]]
             last = leaf(len(bg.shape(op.inputs[0])) - 1)
             chunk = ""
             if op.kind == "redtox_ld_sum":
                 chunk = names.name(f"k{chunks}", bg.shape(op.inputs[0])[-1] / op.attr["dimx"])
                 chunks += 1
-            env[op.outputs[0]] = _ACCUMULATORS[op.kind](x, loop, last, chunk)
+            env[op.outputs[0]] = ACCUMULATOR_TERMS[op.kind](x, loop, last, chunk)
         else:
             env[op.outputs[0]] = _compute(op, [env[t] for t in op.inputs],
                                           len(bg.shape(op.inputs[0])))
@@ -189,7 +194,7 @@ def _over_loop(head: str, x: Term, loop: str | None) -> Term:
     return x if loop is None else Term(head, (x, leaf(loop)))
 
 
-_ACCUMULATORS = {
+ACCUMULATOR_TERMS = {
     "nored": lambda x, loop, last, k: _over_loop("red", x, loop),
     "red_ld_sum": lambda x, loop, last, k: Term("sum", (_over_loop("red", x, loop), last)),
     "red_ld_mean": lambda x, loop, last, k: Term("mean", (_over_loop("mred", x, loop), last)),

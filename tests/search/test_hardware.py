@@ -11,7 +11,7 @@ import pytest
 from prism.frontend.builder import Block, Graph
 from prism.ir.dims import evaluate, var
 from prism.ir.graph import KernelGraph
-from prism.ir.ops import OPS
+from prism.ir.ops import OPS, bit_names
 from prism.ir.spec import check, problems
 from prism.search import Device, check_hardware, hardware_constraints
 from prism.search.hardware import variable_bounds
@@ -47,10 +47,17 @@ def within_limits(graph: KernelGraph, env: dict[str, int], dev: Device) -> bool:
         if dev.dtype_bytes * smem > dev.smem_bytes:
             return False
         for op in bg.ops:
-            if op.kind == "matmul" and any(evaluate(d, env) < dev.min_matmul_tile
-                                           for t in op.inputs for d in bg.shape(t)[-2:]):
-                return False
+            if op.kind == "matmul" and any(
+                    evaluate(d, env) < dev.min_matmul_tile and evaluate(d, env) != whole(d)
+                    for t in op.inputs for d in bg.shape(t)[-2:]):
+                return False   # a small tile is fine only as a whole (padded) data dim
     return True
+
+
+def whole(d) -> int:
+    """The data dim behind a tile dim: every bit 0, every size 1."""
+    bits = bit_names(d)
+    return evaluate(d, {n: 0 if n in bits else 1 for n in d.free_vars()})
 
 
 @functools.cache
@@ -108,8 +115,11 @@ def test_expected_verdicts_and_cores():
     assert tiny.feasible is False and "smem ≤ 512 B" in tiny.core
     one = check_hardware(graph, DEVICES["one block, 16 KB"])
     assert one.feasible is False and {"blocks g0 ≤ 1", "smem ≤ 16384 B"} <= set(one.core)
-    default = check_hardware(graph, Device())
-    assert default.core == ("X_tile dim 0 = 8 ≥ 16 (matmul tile)",)
+    # X's 8 rows are a whole data dim: padded to a 16-row tile, never a reason to prune.
+    assert check_hardware(graph, Device()).feasible is True
+    wide = check_hardware(graph, Device(min_matmul_tile=1024))
+    assert wide.feasible is False
+    assert any("(matmul tile)" in c and "W_tile" in c for c in wide.core), wide.core
 
 
 def test_unsat_core_names_the_clash():

@@ -19,6 +19,7 @@ from prism.errors import PrismError, TraceFormatError
 from prism.trace import (
     EVENT_TYPES,
     CandidateRejected,
+    CandidateUndecided,
     CandidateVerified,
     Event,
     FamilyGenerated,
@@ -45,6 +46,7 @@ SAMPLES: list[Event] = [
     CandidateVerified("c1", "f1", [{"axiom": "assoc", "at": [0, 1]}], method="egraph"),
     CandidateVerified("c2", "f1", {"steps": [], "smt": "unsat"}),
     CandidateRejected("c3", "f1", {"inputs": {"X": [[1.0, 2.0]]}, "max_abs_diff": 0.5}, "random"),
+    CandidateUndecided("c4", "f1", "limit reached (node_limit)", "e-graph"),
     Instantiated("k1", "c1", {"block_m": 64, "grid": [8, 1]}),
     Measured("k1", "c1", {"block_m": 64}, 12.5, "modeled", device="h100"),
     Measured("k2", "c1", {"block_m": 128}, math.inf, "measured"),

@@ -1,0 +1,63 @@
+"""The devices the cost model knows: public specification numbers, one frozen value each.
+
+    get_device("H100").mem_bw_gbps      # 3350.0
+
+Where each number comes from:
+- SMs, HBM bandwidth, L2 size, dense fp16 tensor-core peak, shared memory per block: NVIDIA's
+  datasheets and architecture whitepapers (A100 SXM4 80GB, H100 SXM5, H200 SXM).
+- L2 bandwidth: NVIDIA does not publish it; the values are approximate, from public
+  microbenchmarks (e.g. Chips and Cheese, 2023), and are the first thing to calibrate on a GPU.
+- Launch overhead: the typical gap between back-to-back kernels launched from Python (PyTorch,
+  Triton), a few microseconds; a measured habit, not a datasheet number.
+- Blocks per SM: what the search's shared-memory cap (96 KiB per block, `prism.search.Device`)
+  leaves room for next to one another on an SM: 164 KiB per SM on A100 fits one, 228 KiB on
+  H100/H200 fits two. Our 128-thread blocks are never limited by threads or registers first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prism.errors import UnknownDeviceError
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """What the cost model needs to know about one GPU."""
+
+    name: str
+    sm_count: int
+    mem_bw_gbps: float            # HBM bandwidth, GB/s (10^9 bytes per second)
+    l2_bw_gbps: float             # L2 bandwidth, GB/s
+    l2_bytes: int                 # L2 capacity
+    fp16_tflops: float            # dense fp16 tensor-core peak, TFLOP/s (no sparsity)
+    smem_per_block_bytes: int     # the largest shared-memory allocation of one block (opt-in)
+    max_blocks: int = 4096        # the search's cap on blocks per kernel (DESIGN.md §1)
+    launch_us: float = 4.0        # per-kernel launch overhead
+    max_blocks_per_sm: int = 2    # blocks resident on one SM at once (occupancy cap)
+
+
+_MB = 1024 * 1024
+_KB = 1024
+
+DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
+    # A100 SXM4 80GB datasheet: 108 SMs, 2039 GB/s HBM2e, 312 TF fp16 dense, 40 MB L2;
+    # CUDA guide: 163 KiB shared memory per block (opt-in).
+    DeviceSpec("a100", sm_count=108, mem_bw_gbps=2039.0, l2_bw_gbps=5000.0, l2_bytes=40 * _MB,
+               fp16_tflops=312.0, smem_per_block_bytes=163 * _KB, max_blocks_per_sm=1),
+    # H100 SXM5 datasheet: 132 SMs, 3350 GB/s HBM3, 989 TF fp16 dense; whitepaper: 50 MB L2;
+    # CUDA guide: 227 KiB shared memory per block (opt-in).
+    DeviceSpec("h100", sm_count=132, mem_bw_gbps=3350.0, l2_bw_gbps=7000.0, l2_bytes=50 * _MB,
+               fp16_tflops=989.0, smem_per_block_bytes=227 * _KB),
+    # H200 SXM datasheet: the H100 chip (132 SMs, 989 TF, 50 MB L2) with 4800 GB/s HBM3e.
+    DeviceSpec("h200", sm_count=132, mem_bw_gbps=4800.0, l2_bw_gbps=7000.0, l2_bytes=50 * _MB,
+               fp16_tflops=989.0, smem_per_block_bytes=227 * _KB),
+)}
+
+
+def get_device(name: str) -> DeviceSpec:
+    """The device called `name` (any case), or an `UnknownDeviceError` naming the known ones."""
+    spec = DEVICES.get(str(name).lower())
+    if spec is None:
+        raise UnknownDeviceError(f"unknown device {name!r}; known devices: {', '.join(DEVICES)}")
+    return spec

@@ -1,0 +1,339 @@
+"""The analytic cost model (DESIGN.md §6): modeled latency, roofline and lower bound of a program.
+
+Every element is fp16 (2 bytes). Each kernel costs max(memory time, compute time) + one launch,
+and a program costs the sum over its kernels (they run one after another).
+
+A predefined kernel (matmul, rms_norm, add, ...) is a library kernel assumed to fill the device:
+    memory   its distinct inputs read once + its output written once, at HBM bandwidth
+    compute  `op_flops` of the op at full size, at the fp16 tensor-core peak
+
+A custom kernel with blocks = Π grid and a loop of range F:
+    loads    each input tile once per loop iteration: blocks · F · tile bytes per input. The
+             input's own size comes from HBM; the excess (replicated reads) comes from L2 at L2
+             bandwidth when the input fits in L2, else from HBM again.
+    stores   blocks · tile bytes per output. When the omap sums blocks (a grid dim of size > 1
+             that maps to no data dim), every partial sum is read back too (read-modify-write).
+             The output's own size goes to HBM, the excess to L2 (or HBM when it does not fit).
+    flops    blocks · (F · loop-body flops + post-loop flops); intermediates stay on chip.
+    idle SMs a busy SM streams its 1/SMs share of the bandwidth, so memory time is divided by
+             min(1, blocks / SMs); the busiest SM runs ⌈blocks / SMs⌉ blocks on its 1/SMs share
+             of the peak, so compute time is divided by blocks / (SMs · ⌈blocks / SMs⌉) (wave
+             quantization). `waves` reports ⌈blocks / (SMs · blocks per SM)⌉ rounds of resident
+             blocks; co-resident blocks share one SM, so the per-SM load is what costs time.
+
+The roofline is max(graph inputs + outputs over HBM bandwidth, full-size flops over peak) plus one
+launch: no program launches less. `lower_bound_us` is the same per kernel, summed: what every
+assignment of a symbolic family costs at least, which the search's cost-bound rule prunes with.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from prism.cost.devices import DeviceSpec
+from prism.errors import PrismError, ShapeError
+from prism.ir.dims import dim, evaluate, shape_str
+from prism.ir.graph import BlockGraph, KernelGraph, Map, Op, Shape
+from prism.ir.ops import OPS, infer_shape, op_def
+
+BYTES_PER_ELEMENT = 2   # fp16
+IO_KINDS = frozenset({"input", "output"})
+
+Ints = tuple[int, ...]
+FlopRule = Callable[[Sequence[Ints], Ints], int]
+
+# FLOPs of one op from its input and output shapes, by op category (elements, not bytes).
+_FLOPS: dict[str, FlopRule] = {
+    "matmul": lambda ins, out: 2 * math.prod(out) * ins[0][-1],   # a multiply-add per (m, n, k)
+    "unary": lambda ins, out: math.prod(out),                      # one per output element
+    "binary": lambda ins, out: math.prod(out),
+    "scalar": lambda ins, out: math.prod(out),
+    "reduce": lambda ins, out: math.prod(ins[0]),                  # an add per element read
+    "norm": lambda ins, out: 3 * math.prod(out),                   # square, sum, divide
+    "accum": lambda ins, out: math.prod(ins[0]),                   # fold a tile into the sum
+    "io": lambda ins, out: 0,
+    "custom": lambda ins, out: 0,                                  # its block ops count instead
+}
+# Accumulators doing more than an add per element: red_ld_rms squares, then adds.
+_ACCUM_FLOPS_PER_ELEMENT = {"red_ld_rms": 2}
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """The modeled cost of one kernel. `blocks` and `waves` are None for a predefined kernel."""
+
+    name: str            # the kernel's first output tensor (its kind when it has none)
+    kind: str            # "customized" or the predefined op
+    blocks: int | None
+    waves: int | None
+    hbm_bytes: int
+    l2_bytes: int
+    flops: int
+    memory_us: float
+    compute_us: float
+    latency_us: float    # max(memory_us, compute_us) + launch
+
+    @property
+    def bound(self) -> str:
+        """Which of memory and compute sets the latency."""
+        return "memory" if self.memory_us >= self.compute_us else "compute"
+
+
+@dataclass(frozen=True)
+class ModeledCost:
+    """The modeled latency of a concrete program, its roofline, and every kernel's share."""
+
+    device: str
+    latency_us: float
+    roofline_us: float
+    kernels: tuple[KernelCost, ...]
+
+    def __str__(self) -> str:
+        return (f"{self.latency_us:.2f} µs modeled on {self.device} (roofline "
+                f"{self.roofline_us:.2f} µs, {len(self.kernels)} kernel(s))")
+
+
+# -- FLOPs -----------------------------------------------------------------------------------------
+
+def op_flops(kind: str, inputs: Sequence[Ints], output: Ints) -> int:
+    """The FLOPs of one op (kernel or block level) on inputs and an output of these shapes."""
+    count = _FLOPS[op_def(kind).category](inputs, output)
+    return count * _ACCUM_FLOPS_PER_ELEMENT.get(kind, 1)
+
+
+def full_size_flops(graph: KernelGraph) -> float:
+    """The program's arithmetic at full size: each predefined kernel's natural count, and each
+    custom kernel's block ops at the trivial instantiation (one block, one loop iteration: every
+    grid size and the loop range 1, so every map factor is 1), i.e. what one block computing the
+    whole tensors would do. Works for symbolic families: only kernel-graph shapes are read.
+
+    Replicated work (a tile every block loads and computes on) is not counted, so a program's
+    modeled FLOPs are at least these. The exception is a loop that leaves a dim split for a
+    post-loop reduction (`nored` of walked tiles, then `sum`): its epilogue is smaller than at
+    full size, but only linear ops can follow there, whose memory time dwarfs their FLOPs.
+    """
+    sizes = _Sizes(graph)
+    return float(sum(_full_kernel_flops(sizes, op) for op in _kernels(graph)))
+
+
+def _full_kernel_flops(sizes: _Sizes, op: Op) -> int:
+    if op.kind != "customized":
+        return op_flops(op.kind, [sizes.shape(t) for t in op.inputs], sizes.shape(op.outputs[0]))
+    block = _block_of(op)
+    try:
+        shapes = _trivial_shapes(sizes, op, block)
+    except ShapeError:
+        # A concrete program whose tiles agree only at its own sizes (a hand-built one: the
+        # search never makes such): count its own arithmetic instead.
+        if block.free_vars():
+            raise
+        return _block_flops(block, _tile_shapes(block), *_sizes(block))
+    return _block_flops(block, shapes, 1, 1)
+
+
+def _trivial_shapes(sizes: _Sizes, op: Op, block: BlockGraph) -> dict[str, Ints]:
+    """Every block tensor's shape with one block and one iteration: an input tile is the whole
+    kernel tensor it loads, and the op table's shape rules give the rest."""
+    shapes: dict[str, Shape] = {
+        tile.outputs[0]: tuple(dim(n) for n in sizes.shape(t))
+        for tile, t in zip(block.input_ops, op.inputs, strict=False)}
+    for bop in block.ops:
+        if bop.kind not in IO_KINDS:
+            shapes[bop.outputs[0]] = infer_shape(bop.kind, [shapes[t] for t in bop.inputs],
+                                                 bop.attr)
+    return {t: tuple(d.value for d in s) for t, s in shapes.items()}
+
+
+def _block_flops(block: BlockGraph, shapes: Mapping[str, Ints], blocks: int, loop: int) -> int:
+    """blocks · (loop · loop-body flops + post-loop flops)."""
+    body = post = 0
+    for bop in block.ops:
+        if bop.kind in IO_KINDS:
+            continue
+        flops = op_flops(bop.kind, [shapes[t] for t in bop.inputs], shapes[bop.outputs[0]])
+        if OPS[bop.kind].category != "accum" and bop.outputs[0] in block.after_accum:
+            post += flops
+        else:
+            body += flops
+    return blocks * (loop * body + post)
+
+
+# -- bounds ----------------------------------------------------------------------------------------
+
+def roofline_us(graph: KernelGraph, device: DeviceSpec) -> float:
+    """max(minimum bytes / HBM bandwidth, full-size FLOPs / peak) + one launch, where the
+    minimum bytes read each graph input a kernel consumes once and write each graph output a
+    kernel produces once."""
+    inputs = set(graph.inputs)
+    read = {t for op in _kernels(graph) for t in op.inputs if t in inputs}
+    written = {t for t in graph.outputs if t in graph.producers
+               and graph.producers[t].kind not in IO_KINDS}
+    sizes = _Sizes(graph)
+    moved = sum(sizes.nbytes(t) for t in read | written)
+    launch = device.launch_us if graph.num_kernels else 0.0
+    return max(_memory_us(moved, device.mem_bw_gbps),
+               _compute_us(full_size_flops(graph), device)) + launch
+
+
+def lower_bound_us(graph: KernelGraph, device: DeviceSpec) -> float:
+    """A lower bound of the modeled latency of every assignment of a (symbolic) family:
+    Σ over kernels of max(its distinct inputs and its outputs once over HBM bandwidth, its
+    full-size FLOPs over peak) + its launch. Only kernel-graph shapes are read, so grid sizes,
+    loop ranges and maps may be symbolic. The model of any member moves at least these bytes
+    (each kernel tensor once from HBM) and computes at least these FLOPs (a member that splits
+    a tile dim k ways runs it in k blocks or iterations; see `full_size_flops` for the one
+    exception, which never binds)."""
+    sizes = _Sizes(graph)
+    return sum(max(_memory_us(_kernel_io_bytes(sizes, op), device.mem_bw_gbps),
+                   _compute_us(_full_kernel_flops(sizes, op), device)) + device.launch_us
+               for op in _kernels(graph))
+
+
+# -- the model -------------------------------------------------------------------------------------
+
+def modeled(graph: KernelGraph, device: DeviceSpec) -> ModeledCost:
+    """The modeled cost of a concrete program (grid sizes, loop ranges and maps all concrete)."""
+    _require_concrete(graph)
+    sizes = _Sizes(graph)
+    kernels = tuple(_custom_cost(sizes, op, device) if op.kind == "customized"
+                    else _predefined_cost(sizes, op, device) for op in _kernels(graph))
+    return ModeledCost(device.name, sum(k.latency_us for k in kernels),
+                       roofline_us(graph, device), kernels)
+
+
+def eager_us(graph: KernelGraph, device: DeviceSpec) -> float:
+    """The unfused baseline: every op of a graph of predefined ops (a traced workload) as its own
+    kernel, which is how `modeled` costs predefined ops; custom kernels, if any, as modeled."""
+    return modeled(graph, device).latency_us
+
+
+def _predefined_cost(sizes: _Sizes, op: Op, device: DeviceSpec) -> KernelCost:
+    moved = _kernel_io_bytes(sizes, op)
+    flops = _full_kernel_flops(sizes, op)
+    memory, compute = _memory_us(moved, device.mem_bw_gbps), _compute_us(flops, device)
+    return KernelCost(_kernel_name(op), op.kind, None, None, moved, 0, flops, memory, compute,
+                      max(memory, compute) + device.launch_us)
+
+
+def _custom_cost(sizes: _Sizes, op: Op, device: DeviceSpec) -> KernelCost:
+    block = _block_of(op)
+    blocks, loop = _sizes(block)
+    grid = [g.value for g in block.grid]
+    tiles = _tile_shapes(block)
+    traffic: dict[str, int] = {}   # kernel tensor → bytes the blocks move for it
+    for bop, src in zip(block.input_ops, op.inputs, strict=False):
+        traffic[src] = traffic.get(src, 0) + blocks * loop * _bytes(tiles[bop.outputs[0]])
+    for bop, dst in zip(block.output_ops, op.outputs, strict=False):
+        stored = blocks * _bytes(tiles[bop.inputs[0]])
+        traffic[dst] = stored * (2 if _sums_blocks(bop.attr["omap"], grid) else 1)
+    hbm = l2 = 0
+    for name, moved in traffic.items():
+        from_hbm, from_l2 = _split_traffic(sizes.nbytes(name), moved, device)
+        hbm, l2 = hbm + from_hbm, l2 + from_l2
+    flops = _block_flops(block, tiles, blocks, loop)
+    busy = min(1.0, blocks / device.sm_count)
+    balance = blocks / (device.sm_count * math.ceil(blocks / device.sm_count))
+    memory = (_memory_us(hbm, device.mem_bw_gbps) + _memory_us(l2, device.l2_bw_gbps)) / busy
+    compute = _compute_us(flops, device) / balance
+    waves = math.ceil(blocks / (device.sm_count * device.max_blocks_per_sm))
+    return KernelCost(_kernel_name(op), op.kind, blocks, waves, hbm, l2, flops, memory, compute,
+                      max(memory, compute) + device.launch_us)
+
+
+def _sums_blocks(omap: Map, grid: Sequence[int]) -> bool:
+    """Whether a grid dim of size > 1 maps to no data dim: its blocks' tiles are summed."""
+    return any(size > 1 and all(e == 0 for e in row)
+               for size, row in zip(grid, omap.rows, strict=True))
+
+
+def _split_traffic(unique: int, moved: int, device: DeviceSpec) -> tuple[int, int]:
+    """(HBM bytes, L2 bytes): the tensor once from HBM, the excess from L2 if it fits there."""
+    excess = max(0, moved - unique)
+    return (unique, excess) if unique <= device.l2_bytes else (unique + excess, 0)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+def _memory_us(nbytes: float, gbps: float) -> float:
+    return nbytes / (gbps * 1e3)          # bytes / (GB/s) = 1e-9 s = 1e-3 µs
+
+
+def _compute_us(flops: float, device: DeviceSpec) -> float:
+    return flops / (device.fp16_tflops * 1e6)   # flops / (TFLOP/s) = 1e-12 s = 1e-6 µs
+
+
+def _kernels(graph: KernelGraph) -> list[Op]:
+    return [op for op in graph.ops if op.kind not in IO_KINDS]
+
+
+def _kernel_name(op: Op) -> str:
+    return op.outputs[0] if op.outputs else op.kind
+
+
+def _block_of(op: Op) -> BlockGraph:
+    if op.block is None:
+        raise PrismError(f"custom kernel {_kernel_name(op)} has no block graph; build it with one")
+    return op.block
+
+
+def _kernel_io_bytes(sizes: _Sizes, op: Op) -> int:
+    """A kernel's distinct inputs read once and its outputs written once."""
+    return sum(sizes.nbytes(t) for t in {*op.inputs, *op.outputs})
+
+
+def _bytes(shape: Ints) -> int:
+    return BYTES_PER_ELEMENT * math.prod(shape)
+
+
+class _Sizes:
+    """Kernel-graph tensor shapes as ints. In a symbolic family a custom kernel's output shape
+    may still hold its block parameters (grid sizes, loop range, map bits); they are read at the
+    trivial instantiation (sizes 1, bits 0): the data dims every member that computes the program
+    produces. Any other variable is a symbolic data dim, which the model refuses."""
+
+    def __init__(self, graph: KernelGraph):
+        self.graph = graph
+        self.env: dict[str, int] = {}
+        for _, block in graph.iter_blocks():
+            for size in (*block.grid, block.forloop_range):
+                self.env.update(dict.fromkeys(size.free_vars(), 1))
+            for bop in block.ops:
+                for m in (bop.attr.get(k) for k in ("imap", "fmap", "omap")):
+                    if isinstance(m, Map):
+                        self.env.update({n: 0 for row in m.rows for e in row
+                                         for n in e.free_vars()})
+
+    def shape(self, name: str) -> Ints:
+        shape = self.graph.shape(name)
+        if not all(d.free_vars() <= self.env.keys() for d in shape):
+            raise PrismError(f"tensor {name} has shape {shape_str(shape)}; the cost model needs "
+                             "concrete kernel-graph shapes (instantiate the shapes first)")
+        return tuple(evaluate(d, self.env) for d in shape)
+
+    def nbytes(self, name: str) -> int:
+        return _bytes(self.shape(name))
+
+
+def _tile_shapes(block: BlockGraph) -> dict[str, Ints]:
+    """Every tile's size; `evaluate` says which one has a size that does not divide."""
+    return {t: tuple(evaluate(d) for d in s) for t, s in block.tensors}
+
+
+def _sizes(block: BlockGraph) -> tuple[int, int]:
+    """(blocks, loop range) of a concrete block graph."""
+    return math.prod(g.value for g in block.grid), block.forloop_range.value
+
+
+def _require_concrete(graph: KernelGraph) -> None:
+    symbolic = set(graph.free_vars())
+    for _, block in graph.iter_blocks():
+        for bop in block.ops:
+            symbolic |= {f"a map of {(bop.outputs or bop.inputs)[0]}"
+                         for key in ("imap", "fmap", "omap")
+                         if isinstance(bop.attr.get(key), Map) and not bop.attr[key].is_concrete}
+    if symbolic:
+        raise PrismError(f"modeled() needs a concrete program, but {graph.name or 'the graph'} "
+                         f"has symbolic {', '.join(sorted(symbolic))}; instantiate grid, loop "
+                         "and maps first")

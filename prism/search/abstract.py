@@ -1,0 +1,89 @@
+"""Abstract expressions: what a tensor of a symbolic family computes, whatever its maps.
+
+A family's tensor is abstracted by its *trivial instantiation*: every map bit 0, every grid size
+and the loop range 1. Then no data moves (`part`, `rep`, `comb`, `red` over an axis of size 1
+are identities, as `prism.verify.translate` leaves them out), a tile is the whole tensor, and an
+accumulator is its plain reduction: `nored` is the identity, `red_ld_sum` a `sum`, `red_ld_rms`
+`sqrt(mean(square ·))` over the last dim. The abstract expression is the term of that
+instantiation, in the verifier's own term language (`prism.expr.tensor_terms`): matmul(X, W),
+sqrt(mean(square X, 1)), ... Indices are still there; grid, loop and maps are gone, which is
+what Prism's *symbolic degrees* (bits 0, sizes 1) do to its coarser formulas (REFERENCE §1.4).
+
+The pruning test: the target's terms are saturated once, in an e-graph, with **the verifier's
+axiom table** (`prism.expr.axioms`, one table, not two). A family tensor is kept iff its
+abstract expression is represented in that e-graph — it is a subterm of some term equal to the
+target under the axioms. A miss prunes the family. The guarantee is relative to the axioms (and,
+when the e-graph hit its limits, to what it reached: the evidence says which), and
+`prism search --audit-rule abstract_expression` checks it by exploring what was pruned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prism.expr.axioms import rules
+from prism.expr.egraph import EGraph, RunReport
+from prism.expr.tensor_terms import TensorAnalysis
+from prism.expr.terms import Term
+from prism.ir.graph import KernelGraph
+from prism.ir.ops import OPS
+from prism.verify.translate import ACCUMULATOR_TERMS, compute_term, leaf, translate
+
+
+@dataclass(frozen=True)
+class AbstractLimits:
+    iterations: int = 12
+    nodes: int = 5000
+    seconds: float = 5.0
+
+
+class AbstractTarget:
+    """The target's terms, saturated under the axioms; answers 'is this a subexpression?'."""
+
+    def __init__(self, target: KernelGraph, limits: AbstractLimits = AbstractLimits()):
+        tr = translate(target)
+        self.inputs = tr.inputs
+        self.leaves = dict(zip(target.inputs, tr.inputs, strict=True))
+        self.terms = tr.terms
+        self.egraph = EGraph(TensorAnalysis(
+            dict(zip(tr.inputs, (target.shape(t) for t in target.inputs), strict=True)), {}))
+        self.roots = [self.egraph.add(t) for t in tr.terms]
+        self.output_shapes = [target.shape(t) for t in target.outputs]
+        self.report: RunReport = self.egraph.run(
+            rules(), iter_limit=limits.iterations, node_limit=limits.nodes,
+            time_limit=limits.seconds)
+        self.saturated = self.report.stop_reason == "saturated"
+        self._memo: dict[Term, int | None] = {}
+
+    def lookup(self, term: Term) -> int | None:
+        """The e-class that represents `term`, or None when it is not a subexpression."""
+        if term not in self._memo:
+            found = self.egraph.lookup(term)
+            self._memo[term] = None if found is None else self.egraph.find(found)
+        return self._memo[term]
+
+    def output_index(self, term: Term) -> int | None:
+        """Which target output `term` equals under the axioms, if any."""
+        cls = self.lookup(term)
+        if cls is None:
+            return None
+        for i, root in enumerate(self.roots):
+            if self.egraph.find(root) == cls:
+                return i
+        return None
+
+    def evidence(self, term: Term) -> dict[str, object]:
+        return {"expression": str(term), "target": [str(t) for t in self.terms],
+                "egraph_nodes": self.egraph.num_nodes, "egraph_classes": self.egraph.num_classes,
+                "saturated": self.saturated, "stop": self.report.stop_reason}
+
+
+def op_term(kind: str, args: Sequence[Term], rank: int, attrs: dict[str, object]) -> Term:
+    """The abstract expression of a block or kernel op on operands with these expressions (the
+    trivial instantiation: accumulators without a loop)."""
+    if kind in ACCUMULATOR_TERMS:
+        return ACCUMULATOR_TERMS[kind](args[0], None, leaf(rank - 1), "")
+    if OPS[kind].category in ("io", "custom"):
+        raise ValueError(f"{kind} has no abstract expression of its own")
+    return compute_term(kind, list(args), rank, attrs)

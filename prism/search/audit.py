@@ -1,0 +1,172 @@
+"""Auditing a pruning rule: re-explore what it pruned, complete it, verify it.
+
+`audit(target, rule)` runs the search with the rule *observed*: it is evaluated at every family
+as usual, but a family it would prune is explored anyway (the other rules still apply), and
+every program completed under it is handed to map instantiation and the verifier. Each prune
+states a claim (`evidence["claim"]`), and the audit checks it on those programs:
+
+    no_equivalent   no program of the family is equivalent to the target (within the caps)
+    no_feasible     no equivalent program of the family fits the device — checked by
+                    enumerating assignments (sizes over powers of two) and evaluating the
+                    limits on the concrete tiles, independently of the z3 encoding
+    not_better      no equivalent program of the family is faster (modeled) than the reference:
+                    the incumbent the rule compared with (cost_bound), or the best program the
+                    search found outside every pruned family (structural redundancy)
+
+A program that breaks its family's claim is a *wrongly pruned* finding, reported with the prune
+(rule, reason, evidence) and the program.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from prism.errors import PrismError
+from prism.ir.dims import evaluate
+from prism.ir.graph import KernelGraph
+from prism.ir.ops import OPS
+from prism.ir.serialize import graph_to_json
+from prism.ir.spec import problems, substitute_graph
+from prism.search.config import RULE_NAMES, SearchConfig, SearchConfigError
+from prism.search.driver import Candidate, UnsupportedTargetError, _Run, expressible
+from prism.search.hardware import Device
+from prism.search.state import trivial
+from prism.trace import Tracer
+
+_MAX_ASSIGNMENTS = 400
+
+
+@dataclass
+class AuditReport:
+    rule: str
+    target: str
+    seconds: float = 0.0
+    complete: bool = True
+    pruned: int = 0                 # families the rule would have pruned
+    explored: int = 0               # families generated under them
+    checked: int = 0                # programs completed under them and verified
+    equivalent: int = 0             # of those, proved equivalent
+    wrong: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def sound(self) -> bool:
+        return not self.wrong
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "target": self.target, "seconds": round(self.seconds, 3),
+                "complete": self.complete, "pruned": self.pruned, "explored": self.explored,
+                "checked": self.checked, "equivalent": self.equivalent,
+                "wrongly_pruned": self.wrong, "sound": self.sound}
+
+
+def audit(target: KernelGraph, rule: str, config: SearchConfig | None = None, *,
+          tracer: Tracer | None = None, cancel: threading.Event | None = None,
+          label: str | None = None) -> AuditReport:
+    if rule not in RULE_NAMES:
+        raise SearchConfigError(f"unknown pruning rule {rule!r}; the rules are "
+                                f"{', '.join(RULE_NAMES)}")
+    config = config or SearchConfig()
+    issues = expressible(target, config)
+    if issues:
+        raise UnsupportedTargetError(f"{label or target.name}: {'; '.join(issues)}")
+    run = _Run(target, label or target.name or "target", config, tracer or Tracer(keep=False),
+               cancel, observe=rule)
+    start = time.perf_counter()
+    result = run.run()
+    report = AuditReport(rule, result.target, complete=result.complete)
+    prunes = {fam.id: why for fam, why in run.observed}
+    report.pruned = len(prunes)
+    report.explored = sum(1 for f, o in run.generator.marked.items() if f != o)
+    report.checked = len(run.under)
+    under_ids = {c.id for _, c in run.under}
+    outside = [c for c in result.equivalent if c.id not in under_ids]
+    best_outside = min((_best_latency(c.graph, config) or math.inf for c in outside),
+                       default=math.inf)
+    for origin, cand in run.under:
+        if cand.verdict.verdict != "equivalent":
+            continue
+        report.equivalent += 1
+        why = prunes[origin]
+        finding = _broken(why.evidence.get("claim", "no_equivalent"), why.evidence, cand,
+                          config, best_outside)
+        if finding:
+            report.wrong.append({"family": origin, "rule": why.rule, "reason": why.reason,
+                                 "evidence": why.evidence, "candidate": cand.id,
+                                 "finding": finding, "graph": graph_to_json(cand.graph)})
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _broken(claim: str, evidence: dict[str, Any], cand: Candidate, config: SearchConfig,
+            best_outside: float) -> str | None:
+    """Why this equivalent program breaks the prune's claim, or None when it does not."""
+    if claim == "no_equivalent":
+        return "an equivalent program was pruned"
+    if claim == "no_feasible":
+        fits = next(iter(feasible_assignments(cand.graph, config.device)), None)
+        return None if fits is None else f"an equivalent program fits the device at {fits}"
+    latency = _best_latency(cand.graph, config)
+    if latency is None:
+        return None            # it fits nowhere: not better than anything
+    reference = float(evidence.get("incumbent_us", best_outside))
+    if latency < reference * (1 - 1e-9):
+        return (f"an equivalent program models at {latency:.3f} µs, better than "
+                f"{reference:.3f} µs")
+    return None
+
+
+def _best_latency(graph: KernelGraph, config: SearchConfig) -> float | None:
+    from prism.cost import get_device, modeled
+    device = get_device(config.cost_device)
+    best = None
+    for env in feasible_assignments(graph, config.device):
+        try:
+            latency = modeled(substitute_graph(graph, env), device).latency_us
+        except PrismError:
+            continue
+        best = latency if best is None else min(best, latency)
+    return best
+
+
+def feasible_assignments(graph: KernelGraph, device: Device) -> list[dict[str, int]]:
+    """Assignments (every size a power of two up to the largest dim) under which the graph is
+    well-formed and within the device's limits, evaluated on the concrete tiles."""
+    names = sorted(n for n in graph.free_vars())
+    largest = max([d.value for _, s in graph.tensors for d in s if d.is_const] or [1])
+    values = [2 ** k for k in range(int(math.log2(largest)) + 1)]
+    out = []
+    for combo in itertools.islice(itertools.product(values, repeat=len(names)),
+                                  _MAX_ASSIGNMENTS):
+        env = dict(zip(names, combo, strict=True))
+        if not problems(graph, env) and within_limits(graph, env, device):
+            out.append(env)
+    return out
+
+
+def within_limits(graph: KernelGraph, env: dict[str, int], device: Device) -> bool:
+    for _, bg in graph.iter_blocks():
+        if math.prod(evaluate(g, env) for g in bg.grid) > device.max_blocks:
+            return False
+        smem = 0
+        for op in bg.ops:
+            cat = OPS[op.kind].category
+            if op.kind == "input" or (cat not in ("unary", "scalar", "io")
+                                      and op.kind != "nored"):
+                smem += sum(math.prod(evaluate(d, env) for d in bg.shape(t))
+                            for t in op.outputs)
+        if device.dtype_bytes * smem > device.smem_bytes:
+            return False
+        for op in bg.ops:
+            if op.kind != "matmul":
+                continue
+            for t in op.inputs:
+                for d in bg.shape(t)[-2:]:
+                    size = evaluate(d, env)
+                    if size < device.min_matmul_tile and size != evaluate(trivial(d), {}):
+                        return False
+    return True

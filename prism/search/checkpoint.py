@@ -1,0 +1,134 @@
+"""The symbolic checkpoint: a search's result, shape-generic, saved as JSON and reused.
+
+The complete families (symbolic grid, loop and maps) and the verified map instantiations
+(concrete maps, symbolic grid sizes and loop ranges) do not depend on the input shapes beyond
+ranks and which dims match. Re-instantiating at new shapes rebinds each candidate's inputs,
+re-derives every tile and tensor shape, and re-checks the symbolic proof (a fraction of a second
+per candidate) and the device limits — no search (REFERENCE §1.8).
+
+    {"format": "prism.search_checkpoint", "version": 1, "target": label,
+     "target_graph": <graph JSON at the search's shapes>, "search_seconds": s,
+     "config": {...}, "families": [{"id", "graph"}], "candidates": [{"id", "family", "graph"}]}
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from prism.errors import GraphFormatError, PrismError
+from prism.ir.graph import KernelGraph
+from prism.ir.infer import infer_shapes
+from prism.ir.serialize import graph_from_json, graph_to_json, parse_json
+from prism.search.config import SearchConfig
+from prism.search.driver import Candidate, SearchResult, _Run
+from prism.trace import Tracer
+from prism.verify.translate import translate
+
+FORMAT = "prism.search_checkpoint"
+VERSION = 1
+
+
+class CheckpointError(GraphFormatError):
+    """A checkpoint file that cannot be used: unreadable, or made for another program."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    target: str
+    target_graph: KernelGraph
+    search_seconds: float
+    candidates: tuple[tuple[str, str, KernelGraph], ...]     # (id, family, graph)
+    families: tuple[tuple[str, dict[str, Any]], ...]   # (id, sGraph JSON), kept as written
+
+
+def save_checkpoint(result: SearchResult, target: KernelGraph, path: str | Path) -> Path:
+    doc = {"format": FORMAT, "version": VERSION, "target": result.target,
+           "target_graph": graph_to_json(target), "search_seconds": round(result.seconds, 3),
+           "complete": result.complete, "config": result.config.to_json(),
+           "families": [{"id": f.id, "graph": graph_to_json(f.graph)} for f in result.families],
+           "candidates": [{"id": c.id, "family": c.family, "graph": graph_to_json(c.graph)}
+                          for c in result.equivalent]}
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1))
+    return out
+
+
+def load_checkpoint(path: str | Path) -> Checkpoint:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise CheckpointError(f"{p}: cannot read it ({e.strerror}); give an existing "
+                              "checkpoint or a new path to write one") from None
+    doc = parse_json(text, str(p), error=CheckpointError)
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CheckpointError(f"{p}: not a search checkpoint (format {FORMAT!r}); write one "
+                              "with `prism search TARGET --checkpoint FILE`")
+    if doc.get("version") != VERSION:
+        raise CheckpointError(f"{p}: checkpoint version {doc.get('version')!r}, this prism "
+                              f"reads version {VERSION}; search again to write a new one")
+    try:
+        target = graph_from_json(doc["target_graph"])
+        cands = tuple((str(c["id"]), str(c["family"]), graph_from_json(c["graph"]))
+                      for c in doc["candidates"])
+        fams = tuple((str(f["id"]), dict(f["graph"])) for f in doc["families"])
+        seconds = float(doc["search_seconds"])
+    except (KeyError, TypeError, ValueError, PrismError) as e:
+        raise CheckpointError(f"{p}: damaged checkpoint ({e}); search again to write a new "
+                              "one") from None
+    return Checkpoint(str(doc.get("target", "")), target, seconds, cands, fams)
+
+
+def rebind(graph: KernelGraph, target: KernelGraph) -> KernelGraph:
+    """The graph with the target's input shapes, every other shape re-derived."""
+    shapes = dict(graph.tensors)
+    for mine, theirs in zip(graph.inputs, target.inputs, strict=True):
+        shapes[mine] = target.shape(theirs)
+    return infer_shapes(replace(graph, tensors=tuple(shapes.items())))
+
+
+def reinstantiate(checkpoint: Checkpoint, target: KernelGraph, config: SearchConfig | None = None,
+                  *, tracer: Tracer | None = None, label: str | None = None) -> SearchResult:
+    """The checkpoint's candidates at the target's shapes, each re-verified and re-modeled."""
+    _same_program(checkpoint, target)
+    config = config or SearchConfig()
+    run = _Run(target, label or checkpoint.target, config, tracer or Tracer(keep=False), None)
+    start = time.perf_counter()
+    for cid, family, graph in checkpoint.candidates:
+        try:
+            member = rebind(graph, target)
+        except PrismError as e:
+            run.result.candidates.append(_unfit(cid, family, graph, str(e)))
+            continue
+        run.check(member, family)
+    run.result.seconds = time.perf_counter() - start
+    run.result.stop_reason = "checkpoint"
+    return run.result
+
+
+def _same_program(checkpoint: Checkpoint, target: KernelGraph) -> None:
+    old, new = checkpoint.target_graph, target
+    if len(old.inputs) != len(new.inputs) or any(
+            len(old.shape(a)) != len(new.shape(b))
+            for a, b in zip(old.inputs, new.inputs, strict=True)):
+        raise CheckpointError(f"the checkpoint was made for {checkpoint.target} with inputs "
+                              f"{old.inputs}; this target's inputs differ in number or rank")
+    if translate(old).terms != translate(new, input_names=translate(old).inputs).terms:
+        raise CheckpointError(f"the checkpoint was made for another program "
+                              f"({checkpoint.target}); search this target again")
+
+
+def _unfit(cid: str, family: str, graph: KernelGraph, why: str) -> Candidate:
+    from prism.verify.equiv import Verdict
+    return Candidate(cid, family, graph, Verdict("invalid", "shapes", 0.0,
+                                                 reason=f"does not fit the new shapes: {why}"))
+
+
+def checkpoint_json(checkpoint: Checkpoint) -> dict[str, Any]:
+    return {"target": checkpoint.target, "search_seconds": checkpoint.search_seconds,
+            "candidates": len(checkpoint.candidates), "families": len(checkpoint.families)}

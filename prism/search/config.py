@@ -1,0 +1,94 @@
+"""What the search may build and for how long: caps, vocabularies, rules, budgets.
+
+Defaults are Prism's (REFERENCE §1.3): one custom kernel (pre-defined kernel ops are off), a block
+graph of at most 11 operators (loads and stores not counted) with at most 3 accumulators, 3
+inputs and 1 output, 1–3 grid dims, Prism's default block vocabulary (minus clamp, which the op
+set has no entry for) and the accumulators `nored`, `red_ld_sum`, `red_ld_rms`. A kernel graph
+has at most 5 kernels (custom or pre-defined; inputs and outputs not counted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prism.errors import PrismError
+from prism.ir.ops import OPS
+from prism.search.hardware import Device
+from prism.verify.equiv import Limits
+
+BLOCK_OPS = ("matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "add", "mul", "div",
+             "pow", "rms_norm")
+ACCUMULATORS = ("nored", "red_ld_sum", "red_ld_rms")
+KERNEL_OPS = ("matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "add", "mul", "div",
+              "pow", "rms_norm")
+RULE_NAMES = ("structural", "abstract_expression", "hardware", "cost_bound")
+
+
+class SearchConfigError(PrismError):
+    """A search setting that cannot work: a budget ≤ 0, an unknown op or rule, caps < 1."""
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    max_kernel_ops: int = 5
+    max_custom_kernels: int = 1
+    max_block_ops: int = 11
+    max_accumulators: int = 3
+    max_block_inputs: int = 3
+    grid_dims: tuple[int, ...] = (1, 2, 3)
+    block_ops: tuple[str, ...] = BLOCK_OPS
+    accumulators: tuple[str, ...] = ACCUMULATORS
+    kernel_ops: tuple[str, ...] = ()            # pre-defined kernel ops; Prism's default: none
+    disabled: frozenset[str] = frozenset()      # pruning rules switched off
+    budget_s: float = 600.0
+    max_families: int | None = None             # node budget
+    seed: int = 0                               # 0: canonical order; else a shuffled one
+    device: Device = field(default_factory=Device)
+    cost_device: str = "h100"
+    verify_limits: Limits = field(default_factory=lambda: Limits(iterations=20, nodes=8000,
+                                                                 seconds=4.0))
+    record_graphs: bool = False                 # put each family's sGraph JSON on its event
+    hardware_every_op: bool = False             # z3 after every tile-making op, not per block
+
+    def __post_init__(self) -> None:
+        problems = self.problems()
+        if problems:
+            raise SearchConfigError("; ".join(problems))
+
+    def problems(self) -> list[str]:
+        out = []
+        if not self.budget_s > 0:
+            out.append(f"the budget is {self.budget_s} s; give a positive time, e.g. "
+                       "--budget 60")
+        if self.max_families is not None and self.max_families < 1:
+            out.append(f"max_families is {self.max_families}; give at least 1 or None")
+        for name in ("max_kernel_ops", "max_custom_kernels", "max_block_ops",
+                     "max_accumulators", "max_block_inputs"):
+            if getattr(self, name) < 1:
+                out.append(f"{name} is {getattr(self, name)}; caps must be ≥ 1")
+        if not self.grid_dims or any(k not in (1, 2, 3) for k in self.grid_dims):
+            out.append(f"grid_dims {self.grid_dims} must be a non-empty subset of 1, 2, 3")
+        for what, names, allowed in (
+                ("block op", self.block_ops, set(BLOCK_OPS)),
+                ("accumulator", self.accumulators, {"nored", "red_ld_sum", "red_ld_mean",
+                                                    "red_ld_rms"}),
+                ("kernel op", self.kernel_ops, set(KERNEL_OPS))):
+            bad = [n for n in names if n not in allowed or n not in OPS]
+            if bad:
+                out.append(f"unknown {what}(s) {', '.join(bad)}; choose from "
+                           f"{', '.join(sorted(allowed))}")
+        bad = sorted(set(self.disabled) - set(RULE_NAMES))
+        if bad:
+            out.append(f"unknown pruning rule(s) {', '.join(bad)}; the rules are "
+                       f"{', '.join(RULE_NAMES)}")
+        return out
+
+    def to_json(self) -> dict[str, object]:
+        return {"max_kernel_ops": self.max_kernel_ops,
+                "max_custom_kernels": self.max_custom_kernels,
+                "max_block_ops": self.max_block_ops, "max_accumulators": self.max_accumulators,
+                "max_block_inputs": self.max_block_inputs, "grid_dims": list(self.grid_dims),
+                "block_ops": list(self.block_ops), "accumulators": list(self.accumulators),
+                "kernel_ops": list(self.kernel_ops), "disabled": sorted(self.disabled),
+                "budget_s": self.budget_s, "max_families": self.max_families,
+                "seed": self.seed}

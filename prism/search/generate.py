@@ -1,0 +1,247 @@
+"""Level 1: depth-first generation of symbolic families, one operator at a time.
+
+At kernel level a node adds a kernel: a custom kernel (choose its inputs among the kernel
+tensors and its number of grid dims, then build its block graph) or, when the vocabulary allows,
+a pre-defined kernel op. Inside a block graph a node adds one block op or accumulator, or closes
+the block (its one unconsumed, post-loop tensor is stored through a symbolic omap). Grid sizes,
+the loop range and every map entry stay symbolic; shapes match symbolically (`dims_match`) and
+each match is recorded as an `Equality`.
+
+Canonical order: an op's key is (its operands' indices, largest first; its kind's index in the
+canonical vocabulary; its operands in order), and a node only adds ops whose key exceeds the key
+of the op added before it. An op that consumes another's result has the larger first index, so
+every program is reachable, and a set of independent ops is added in one order only. The order
+in which a node tries its extensions is the canonical one for seed 0, a shuffle of it otherwise:
+deterministic for a given seed.
+
+Every node is a `Family`; `Generator.visit` hands it to the rules (`prism.search.pruning`) and the
+driver hears every decision through its callbacks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from prism.errors import PrismError, ShapeError
+from prism.ir.dims import dim
+from prism.ir.ops import OPS
+from prism.search.config import SearchConfig
+from prism.search.pruning import RULES, Context, Family, Pruned
+from prism.search.state import BlockState, KernelState, Tensor
+
+UNARY = frozenset({"exp", "square", "sqrt", "silu", "gelu", "relu", "rms_norm"})
+COMMUTATIVE = frozenset({"add", "mul"})
+
+
+class Stop(Exception):
+    """The budget ran out or the search was cancelled: unwind, keep what was found."""
+
+
+@dataclass
+class Callbacks:
+    generated: Callable[[Family], None]
+    pruned: Callable[[Family, Pruned], None]
+    complete: Callable[[Family, tuple[int, ...]], None]   # kernel tensors of the outputs
+    should_stop: Callable[[], bool]
+    observed: Callable[[Family, Pruned], None] | None = None  # audit: would have pruned
+
+
+class Generator:
+    def __init__(self, ctx: Context, config: SearchConfig, callbacks: Callbacks,
+                 observe: str | None = None):
+        self.ctx, self.cfg, self.cb = ctx, config, callbacks
+        self.observe = observe                 # audit: evaluate this rule, do not enforce it
+        self.rng = random.Random(config.seed)
+        self.count = 0
+        self.seen: set[tuple[object, ...]] = set()
+        self.vocab = {k: i for i, k in enumerate((*config.block_ops, *config.accumulators))}
+        self.kvocab = {k: i for i, k in enumerate(("customized", *config.kernel_ops))}
+        self.marked: dict[str, str] = {}       # audit: family → the observed prune above it
+
+    # -- driving ---------------------------------------------------------------------------
+
+    def run(self, inputs: list[Tensor]) -> None:
+        kernel = KernelState(tuple(inputs), (), len(inputs))
+        self.kernel_level(kernel, None)
+
+    def _order(self, items: list[object]) -> list[object]:
+        if self.cfg.seed:
+            items = list(items)
+            self.rng.shuffle(items)
+        return items
+
+    def _new_id(self) -> str:
+        self.count += 1
+        return f"f{self.count}"
+
+    def visit(self, fam: Family) -> bool:
+        """Emit the family and run the rules; True when it survives."""
+        if self.cb.should_stop():
+            raise Stop
+        self.cb.generated(fam)
+        if fam.parent in self.marked:
+            self.marked[fam.id] = self.marked[fam.parent]
+        for name, rule in RULES.items():
+            if name in self.cfg.disabled and name != self.observe:
+                continue
+            if name == self.observe and fam.id in self.marked:
+                continue
+            try:
+                pruned = rule(self.ctx, fam)
+            except ShapeError:
+                pruned = None
+            if pruned is None:
+                continue
+            if name == self.observe:
+                self.marked[fam.id] = fam.id
+                if self.cb.observed is not None:
+                    self.cb.observed(fam, pruned)
+                continue
+            self.cb.pruned(fam, pruned)
+            return False
+        return True
+
+    # -- kernel level -------------------------------------------------------------------------
+
+    def kernel_level(self, kernel: KernelState, parent: str | None) -> None:
+        outputs = self._outputs(kernel)
+        if outputs is not None and kernel.kernels:
+            fam_id = parent or "root"
+            self.cb.complete(Family(fam_id, parent, "kernel", "complete", "complete program",
+                                    kernel, None, None), outputs)
+            return
+        if kernel.kernels >= self.cfg.max_kernel_ops:
+            return
+        for ext in self._order(list(self._kernel_extensions(kernel))):
+            assert isinstance(ext, tuple)
+            kind, operands, key, grid_dims = ext
+            if kind == "customized":
+                self._open_custom(kernel, operands, key, grid_dims, parent)
+                continue
+            try:
+                child = kernel.with_kernel_op(kind, operands, key)
+            except ShapeError:
+                continue
+            args = ", ".join(kernel.tensors[i].name for i in operands)
+            fam = Family(self._new_id(), parent, "kernel", kind,
+                         f"kernel op {child.tensors[-1].name} = {kind}({args})", child, None,
+                         child.tensors[-1], operands)
+            if self.visit(fam):
+                self.kernel_level(child, fam.id)
+
+    def _outputs(self, kernel: KernelState) -> tuple[int, ...] | None:
+        """The kernel tensors that compute the target's outputs (latest first), if all do."""
+        found: dict[int, int] = {}
+        for i in range(len(kernel.tensors) - 1, kernel.num_inputs - 1, -1):
+            k = self.ctx.output_index(kernel.tensors[i])
+            if k is not None and k not in found:
+                found[k] = i
+        n = len(self.ctx.target.roots)
+        return tuple(found[k] for k in range(n)) if len(found) == n else None
+
+    def _kernel_extensions(self, kernel: KernelState) -> Iterator[tuple[object, ...]]:
+        n = len(kernel.tensors)
+        if kernel.custom < self.cfg.max_custom_kernels:
+            for size in range(1, min(self.cfg.max_block_inputs, n) + 1):
+                for operands in itertools.combinations(range(n), size):
+                    key = (tuple(sorted(operands, reverse=True)), 0, operands)
+                    if key <= kernel.last_key:
+                        continue
+                    yield ("customized", operands, key, 0)
+        for kind in self.cfg.kernel_ops:
+            for operands in _operand_tuples(kind, n):
+                key = (tuple(sorted(operands, reverse=True)), self.kvocab[kind], operands)
+                if key > kernel.last_key:
+                    yield (kind, operands, key, 0)
+
+    # -- block level --------------------------------------------------------------------------
+
+    def _open_custom(self, kernel: KernelState, operands: tuple[int, ...],
+                     key: tuple[object, ...], grid_dims: int, parent: str | None) -> None:
+        # The block graph is built with one grid dim; the number of grid dims (1-3) changes
+        # no shape match (they are decided with every size 1) and no abstract expression, so
+        # it is chosen when the block closes: one family per count, replayed from the ops.
+        sources = [kernel.tensors[i] for i in operands]
+        block = BlockState.open(kernel.custom, 1, sources)
+        names = ", ".join(s.name for s in sources)
+        fam = Family(self._new_id(), parent, "open", "customized",
+                     f"custom kernel on {names}, symbolic grid, loop and maps",
+                     kernel, block, None, operands)
+        if self.visit(fam):
+            self.block_level(kernel, block, key, fam.id)
+
+    def block_level(self, kernel: KernelState, block: BlockState, kernel_key: tuple[object, ...],
+                    parent: str) -> None:
+        self._try_close(kernel, block, kernel_key, parent)
+        if block.compute_ops >= self.cfg.max_block_ops:
+            return
+        for ext in self._order(list(self._block_extensions(block))):
+            assert isinstance(ext, tuple)
+            kind, operands, key = ext
+            accumulator = OPS[kind].category == "accum"
+            try:
+                child = block.extend(kind, operands, key, accumulator)
+            except ShapeError:
+                continue
+            new = child.tensors[-1]
+            args = ", ".join(block.tensors[i].name for i in operands)
+            fam = Family(self._new_id(), parent, "block", kind,
+                         f"block op {new.name} = {kind}({args})", kernel, child, new, operands)
+            if self.visit(fam):
+                self.block_level(kernel, child, kernel_key, fam.id)
+
+    def _block_extensions(self, block: BlockState) -> Iterator[tuple[object, ...]]:
+        n = len(block.tensors)
+        for kind in (*self.cfg.block_ops, *self.cfg.accumulators):
+            accumulator = OPS[kind].category == "accum"
+            if accumulator and block.accumulators >= self.cfg.max_accumulators:
+                continue
+            for operands in _operand_tuples(kind, n):
+                key = (tuple(sorted(operands, reverse=True)), self.vocab[kind], operands)
+                if key <= block.last_key:
+                    continue
+                posts = {block.tensors[i].post for i in operands}
+                if len(posts) > 1:      # operands all before the loop or all after it
+                    continue
+                if accumulator and (True in posts or (
+                        kind != "nored" and block.tensors[operands[0]].shape[-1] == dim(1))):
+                    continue            # never after the loop; never reduce a last dim of 1
+                yield (kind, operands, key)
+
+    def _try_close(self, kernel: KernelState, block: BlockState, kernel_key: tuple[object, ...],
+                   parent: str) -> None:
+        pending = block.open_tensors
+        if len(pending) != 1 or not block.tensors[pending[0]].post:
+            return                      # one stored tensor, after the loop
+        signature = block.signature()
+        if signature in self.seen:
+            return
+        self.seen.add(signature)
+        sources = [next(t for t in kernel.tensors if t.name == s) for s in block.sources]
+        for k in self.cfg.grid_dims:
+            try:
+                replayed = block.replay(k, sources)
+                child = kernel.with_custom(replayed, pending[0], kernel_key)
+            except PrismError:
+                continue
+            new = child.tensors[-1]
+            fam = Family(self._new_id(), parent, "close", "customized",
+                         f"store {block.tensors[pending[0]].name} as kernel tensor {new.name}, "
+                         f"{k} grid dim(s), symbolic omap", child, None, new)
+            if self.visit(fam):
+                self.kernel_level(child, fam.id)
+
+
+def _operand_tuples(kind: str, n: int) -> Iterator[tuple[int, ...]]:
+    arity = OPS[kind].arity
+    if arity == 1:
+        yield from ((i,) for i in range(n))
+    elif kind in COMMUTATIVE:
+        yield from itertools.combinations_with_replacement(range(n), 2)
+    else:
+        yield from itertools.permutations(range(n), 2)
+        if kind in ("div", "pow"):
+            yield from ((i, i) for i in range(n))

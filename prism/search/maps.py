@@ -1,0 +1,271 @@
+"""Level 2a: map instantiation — concrete imap/fmap/omap for a complete symbolic family.
+
+For each custom kernel, every input gets an imap (each grid dim splits one data dim or none, no
+data dim twice) and an fmap (the loop walks one data dim or none), and the output an omap. The
+enumeration backtracks input by input and cuts as soon as a recorded dimension equality whose
+map bits are all chosen fails (the two dims differ as expressions of the still-symbolic grid
+sizes and loop range). Then:
+
+- the stored tile times the omap's splits must be the kernel tensor's shape;
+- symmetry: an assignment is kept only if it is lexicographically smallest under every
+  permutation of the grid dims;
+- collapse: a grid dim no input splits is dropped — with more than one grid dim the family with
+  fewer dims has the same program, so it is skipped here; a single unused grid dim becomes a
+  grid of size 1; a loop no input walks becomes a loop range of 1;
+- the concrete-map graph is rebuilt (`infer_shapes`, which re-checks every shape rule without
+  map bits) and de-duplicated.
+
+Each survivor is a kernel graph with concrete maps and symbolic grid sizes and loop range: one
+program per size, all proved by one symbolic proof.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from prism.errors import PrismError
+from prism.ir.dims import Dim, const
+from prism.ir.graph import BlockGraph, KernelGraph, Map, input_tile_shape, output_data_shape
+from prism.ir.infer import infer_shapes
+from prism.ir.ops import bit_names, infer_shape
+from prism.search.state import Equality
+
+MapChoice = tuple[tuple[int, ...], int]     # (imap per grid dim, fmap), -1 for none
+
+
+def row_choices(grid_dims: int, rank: int) -> list[tuple[int, ...]]:
+    """Per grid dim a data dim or -1, no data dim twice."""
+    out = []
+    for combo in itertools.product(range(-1, rank), repeat=grid_dims):
+        used = [d for d in combo if d >= 0]
+        if len(used) == len(set(used)):
+            out.append(combo)
+    return out
+
+
+def _bits(m: Map, dims: Sequence[int]) -> dict[str, int]:
+    """The values of a symbolic map's bits under a concrete choice (row p splits dims[p])."""
+    env = {}
+    for p, row in enumerate(m.rows):
+        for d, e in enumerate(row):
+            if not e.is_const:
+                (name,) = bit_names(e)
+                env[name] = 1 if dims[p] == d else 0
+    return env
+
+
+def instantiate(family: KernelGraph, equalities: Sequence[Equality],
+                limit: int = 512) -> Iterator[KernelGraph]:
+    """Concrete-map members of a complete family, at most `limit` (symmetry-broken, collapsed,
+    de-duplicated). Kernels are instantiated one after another."""
+    seen: set[str] = set()
+    count = 0
+    for graph in _kernels(family, 0, list(equalities)):
+        key = graph.to_json().__repr__()
+        if key in seen:
+            continue
+        seen.add(key)
+        yield graph
+        count += 1
+        if count >= limit:
+            return
+
+
+def _kernels(graph: KernelGraph, index: int, equalities: list[Equality]
+             ) -> Iterator[KernelGraph]:
+    customs = [i for i, op in enumerate(graph.ops) if op.kind == "customized"]
+    if index >= len(customs):
+        try:
+            yield infer_shapes(graph)
+        except PrismError:
+            return
+        return
+    pos = customs[index]
+    op = graph.ops[pos]
+    assert op.block is not None
+    target_shapes = [graph.shape(t) for t in op.outputs]
+    for block in _block_maps(op.block, [graph.shape(t) for t in op.inputs], target_shapes,
+                             equalities):
+        ops = list(graph.ops)
+        ops[pos] = replace(op, block=block)
+        yield from _kernels(replace(graph, ops=tuple(ops)), index + 1, equalities)
+
+
+def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
+                outputs: list[tuple[Dim, ...]], equalities: list[Equality]
+                ) -> Iterator[BlockGraph]:
+    inputs = bg.input_ops
+    k = len(bg.grid)
+    env: dict[str, int] = {}
+    mine = [_Split.of(e) for e in equalities if _free_bits(e) & _block_bits(bg)]
+
+    def consistent() -> bool:
+        return all(e.holds(env) for e in mine)
+
+    choices: list[MapChoice] = []
+
+    def assign(i: int) -> Iterator[list[MapChoice]]:
+        if i == len(inputs):
+            yield list(choices)
+            return
+        op = inputs[i]
+        rank = len(sources[i])
+        for imap in row_choices(k, rank):
+            for fmap in range(-1, rank):
+                bits = {**_bits(op.attr["imap"], imap), **_bits(op.attr["fmap"], (fmap,))}
+                env.update(bits)
+                if consistent():
+                    choices.append((imap, fmap))
+                    yield from assign(i + 1)
+                    choices.pop()
+                for name in bits:
+                    del env[name]
+
+    for picked in assign(0):
+        grid_used = [p for p in range(k) if any(imap[p] >= 0 for imap, _ in picked)]
+        if len(grid_used) < k and k > 1:
+            continue                  # collapses into the family with fewer grid dims
+        if not _canonical([imap for imap, _ in picked], k):
+            continue
+        loop_used = any(f >= 0 for _, f in picked)
+        grid = bg.grid if grid_used else (const(1),)
+        loop = bg.forloop_range if loop_used else const(1)
+        for omaps in _omaps(bg, picked, sources, outputs, grid, loop):
+            yield _rebuilt(bg, picked, omaps, grid, loop, sources)
+
+
+@dataclass(frozen=True)
+class _Split:
+    """An equality of two tile dims, as which parallel dims split each side. A tile dim comes
+    from one data dim of one input, divided by g_p for each grid dim p whose bit is 1 and by F
+    when its loop bit is 1; two such dims (of equal data dims, as the symbolic match found) are
+    equal iff the same parallel dims split both."""
+
+    left: dict[str, str]
+    right: dict[str, str]
+    bits: frozenset[str]
+
+    @staticmethod
+    def of(e: Equality) -> _Split:
+        return _Split(_slots(e.a), _slots(e.b), frozenset(_free_bits(e)))
+
+    def holds(self, env: dict[str, int]) -> bool:
+        if not self.bits <= env.keys():
+            return True        # not decided yet
+        for slot in self.left.keys() | self.right.keys():
+            a, b = self.left.get(slot), self.right.get(slot)
+            if (env[a] if a else 0) != (env[b] if b else 0):
+                return False
+        return True
+
+
+def _slots(d: Dim) -> dict[str, str]:
+    """Parallel dim → the map bit that decides whether it splits `d` (bits are named
+    `m_<tile>_d<d>_p<p>` for grid dim p, `f_<tile>_d<d>_p0` for the loop)."""
+    out = {}
+    for name in bit_names(d):
+        slot = "F" if name.startswith("f_") else "g" + name.rsplit("_p", 1)[1]
+        out[slot] = name
+    return out
+
+
+def _block_bits(bg: BlockGraph) -> set[str]:
+    out: set[str] = set()
+    for op in bg.ops:
+        for key in ("imap", "fmap", "omap"):
+            m = op.attr.get(key)
+            if isinstance(m, Map):
+                for row in m.rows:
+                    for e in row:
+                        out |= bit_names(e)
+    return out
+
+
+def _free_bits(e: Equality) -> set[str]:
+    return bit_names(e.a) | bit_names(e.b)
+
+
+def _canonical(imaps: list[tuple[int, ...]], k: int) -> bool:
+    """Lexicographically smallest under every permutation of the grid dims."""
+    flat = tuple(imaps)
+    for perm in itertools.permutations(range(k)):
+        permuted = tuple(tuple(imap[p] for p in perm) for imap in imaps)
+        if permuted < flat:
+            return False
+    return True
+
+
+def _concrete(bg: BlockGraph, picked: list[MapChoice], grid: tuple[Dim, ...], loop: Dim,
+              sources: list[tuple[Dim, ...]]) -> tuple[BlockGraph, dict[str, tuple[Dim, ...]]]:
+    """The block with concrete input maps and re-inferred tile shapes (outputs not yet)."""
+    ops, shapes = [], {}
+    inputs = iter(zip(picked, sources, strict=True))
+    len(grid)
+    for op in bg.ops:
+        if op.kind == "input":
+            (imap, fmap), src = next(inputs)
+            rank = len(src)
+            im = Map.concrete(imap, rank)
+            fm = Map.concrete((fmap if loop != const(1) else -1,), rank)
+            shapes[op.outputs[0]] = input_tile_shape(src, im, fm, grid, loop)
+            ops.append(replace(op, attrs=tuple(sorted({"imap": im, "fmap": fm}.items()))))
+        elif op.kind == "output":
+            ops.append(op)
+        else:
+            shapes[op.outputs[0]] = infer_shape(op.kind, [shapes[t] for t in op.inputs],
+                                                op.attr)
+            ops.append(op)
+    return replace(bg, grid=grid, forloop_range=loop, ops=tuple(ops),
+                   tensors=tuple(shapes.items())), shapes
+
+
+def _omaps(bg: BlockGraph, picked: list[MapChoice], sources: list[tuple[Dim, ...]],
+           outputs: list[tuple[Dim, ...]], grid: tuple[Dim, ...], loop: Dim
+           ) -> Iterator[list[tuple[int, ...]]]:
+    try:
+        _, shapes = _concrete(bg, picked, grid, loop, sources)
+    except PrismError:
+        return
+    per_output = []
+    for op, want in zip(bg.output_ops, outputs, strict=True):
+        tile = shapes[op.inputs[0]]
+        rows = row_choices(len(grid), len(tile)) if grid != (const(1),) else [(-1,)]
+        fits = [om for om in rows
+                if output_data_shape(tile, Map.concrete(om, len(tile)), grid) == tuple(want)]
+        if not fits:
+            return
+        per_output.append(fits)
+    for combo in itertools.product(*per_output):
+        yield list(combo)
+
+
+def _rebuilt(bg: BlockGraph, picked: list[MapChoice], omaps: list[tuple[int, ...]],
+             grid: tuple[Dim, ...], loop: Dim, sources: list[tuple[Dim, ...]]) -> BlockGraph:
+    concrete, _ = _concrete(bg, picked, grid, loop, sources)
+    outs = iter(omaps)
+    ops = []
+    for op in concrete.ops:
+        if op.kind == "output":
+            tile = concrete.shape(op.inputs[0])
+            om = Map.concrete(next(outs), len(tile))
+            op = replace(op, attrs=(("omap", om),))
+        ops.append(op)
+    return replace(concrete, ops=tuple(ops))
+
+
+def map_summary(graph: KernelGraph) -> list[dict[str, object]]:
+    """Per custom kernel: grid, loop, and each input's and output's maps (Mirage's -1 form)."""
+    out = []
+    for _, bg in graph.iter_blocks():
+        entry: dict[str, object] = {"grid": [str(g) for g in bg.grid],
+                                    "forloop_range": str(bg.forloop_range)}
+        for op in bg.ops:
+            if op.kind == "input":
+                entry[op.outputs[0]] = {"imap": list(op.attr["imap"].as_dims()),
+                                        "fmap": op.attr["fmap"].as_dims()[0]}
+            elif op.kind == "output":
+                entry[f"store {op.inputs[0]}"] = {"omap": list(op.attr["omap"].as_dims())}
+        out.append(entry)
+    return out

@@ -1,0 +1,195 @@
+"""The search's partial programs: a kernel graph being built and the block graph being built in it.
+
+Both are immutable values; extending one returns a new one (the depth-first search backtracks by
+dropping it). Every tensor carries its shape (symbolic inside a block: tile dims are dimension
+expressions over the grid sizes `gx gy gz`, the loop range `F` and the map bits) and its abstract
+expression (`prism.search.abstract`). Every shape match decided symbolically is recorded as an
+`Equality` for map instantiation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from prism.expr.terms import Term
+from prism.ir.dims import Dim, dim, evaluate, var
+from prism.ir.graph import (
+    BlockGraph,
+    KernelGraph,
+    Map,
+    Op,
+    Shape,
+    input_tile_shape,
+    output_data_shape,
+)
+from prism.ir.ops import OPS, bit_names, infer_shape
+from prism.search.abstract import op_term
+
+GRID_NAMES = ("gx", "gy", "gz")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    shape: Shape
+    term: Term
+    post: bool = False            # after the loop (block tensors only)
+
+
+@dataclass(frozen=True)
+class Equality:
+    """Two dims the symbolic shape rule matched: equal once the maps are chosen."""
+
+    a: Dim
+    b: Dim
+    where: str
+
+
+def trivial(d: Dim) -> Dim:
+    """The dim at the trivial instantiation: every map bit 0, every size 1 (the data dim)."""
+    names = d.free_vars()
+    if not names:
+        return d
+    bits = bit_names(d)
+    return dim(evaluate(d, {n: 0 if n in bits else 1 for n in names}))
+
+
+@dataclass(frozen=True)
+class BlockState:
+    kernel: int                   # which custom kernel of the graph (for names)
+    grid: tuple[Dim, ...]
+    loop: Dim
+    sources: tuple[str, ...]      # kernel tensors loaded, in order
+    ops: tuple[Op, ...]
+    tensors: tuple[Tensor, ...]
+    equalities: tuple[Equality, ...] = ()
+    last_key: tuple[object, ...] = ()
+    compute_ops: int = 0
+    accumulators: int = 0
+    consumed: frozenset[int] = frozenset()       # tensors some op has consumed
+
+    @staticmethod
+    def open(kernel: int, grid_dims: int, sources: list[Tensor]) -> BlockState:
+        suffix = str(kernel) if kernel else ""
+        grid = tuple(var(GRID_NAMES[p] + suffix) for p in range(grid_dims))
+        loop = var("F" + suffix)
+        ops, tensors = [], []
+        for src in sources:
+            tile = f"{src.name}_tile{suffix}"
+            imap = Map.symbolic(f"m_{tile}", grid_dims, len(src.shape))
+            fmap = Map.symbolic(f"f_{tile}", 1, len(src.shape))
+            shape = input_tile_shape(src.shape, imap, fmap, grid, loop)
+            ops.append(Op.make("input", (), (tile,), {"imap": imap, "fmap": fmap}))
+            tensors.append(Tensor(tile, shape, src.term))
+        return BlockState(kernel, grid, loop, tuple(s.name for s in sources), tuple(ops),
+                          tuple(tensors))
+
+    def extend(self, kind: str, operands: tuple[int, ...], key: tuple[object, ...],
+               accumulator: bool) -> BlockState:
+        """Add `kind` on the tensors at `operands`; ShapeError when the shapes cannot fit."""
+        shapes = [self.tensors[i].shape for i in operands]
+        shape = infer_shape(kind, shapes, {})
+        name = f"{kind}{len(self.tensors)}" + (f"_{self.kernel}" if self.kernel else "")
+        term = op_term(kind, [self.tensors[i].term for i in operands], len(shapes[0]), {})
+        post = accumulator or self.tensors[operands[0]].post
+        eqs = _equalities(kind, shapes, name)
+        return replace(
+            self, ops=(*self.ops, Op.make(kind, (self.tensors[i].name for i in operands),
+                                          (name,))),
+            tensors=(*self.tensors, Tensor(name, shape, term, post)),
+            equalities=self.equalities + eqs, last_key=key,
+            compute_ops=self.compute_ops + 1,
+            accumulators=self.accumulators + (1 if accumulator else 0),
+            consumed=self.consumed | frozenset(operands))
+
+    def replay(self, grid_dims: int, sources: list[Tensor]) -> BlockState:
+        """The same block graph with `grid_dims` grid dims (fresh symbolic shapes)."""
+        out = BlockState.open(self.kernel, grid_dims, sources)
+        index = {t.name: i for i, t in enumerate(self.tensors)}
+        for op in self.ops[len(sources):]:
+            out = out.extend(op.kind, tuple(index[t] for t in op.inputs), self.last_key,
+                             OPS[op.kind].category == "accum")
+        return out
+
+    @property
+    def open_tensors(self) -> list[int]:
+        """Tensors nothing consumes yet: what the block would store if it closed now."""
+        return [i for i in range(len(self.tensors)) if i not in self.consumed]
+
+    def output_map(self, tile: Tensor) -> Map:
+        suffix = str(self.kernel) if self.kernel else ""
+        return Map.symbolic(f"o_out{suffix}", len(self.grid), len(tile.shape))
+
+    def block_graph(self, outputs: tuple[int, ...] = ()) -> BlockGraph:
+        ops = list(self.ops)
+        for i in outputs:
+            t = self.tensors[i]
+            ops.append(Op.make("output", (t.name,), (), {"omap": self.output_map(t)}))
+        return BlockGraph(self.grid, self.loop, tuple(ops),
+                          tuple((t.name, t.shape) for t in self.tensors))
+
+    def signature(self) -> tuple[object, ...]:
+        return (self.sources, len(self.grid),
+                tuple((op.kind, op.inputs) for op in self.ops if op.kind != "input"))
+
+
+def _equalities(kind: str, shapes: list[Shape], where: str) -> tuple[Equality, ...]:
+    """The dim pairs the op's shape rule matched that are not already the same expression."""
+    if kind == "matmul":
+        a, b = shapes
+        pairs = list(zip((*a[:-2], a[-1]), (*b[:-2], b[-2]), strict=True))
+    elif len(shapes) == 2:
+        pairs = [(x, y) for x, y in zip(*shapes, strict=True) if dim(1) not in (x, y)]
+    else:
+        pairs = []
+    return tuple(Equality(x, y, where) for x, y in pairs if x != y)
+
+
+@dataclass(frozen=True)
+class KernelState:
+    """A kernel graph being built: its tensors (inputs first) and its kernels."""
+
+    tensors: tuple[Tensor, ...]
+    ops: tuple[Op, ...]
+    num_inputs: int
+    last_key: tuple[object, ...] = ()
+    kernels: int = 0
+    custom: int = 0
+    equalities: tuple[Equality, ...] = ()
+
+    def with_kernel_op(self, kind: str, operands: tuple[int, ...], key: tuple[object, ...]
+                       ) -> KernelState:
+        shapes = [self.tensors[i].shape for i in operands]
+        shape = infer_shape(kind, shapes, {})
+        name = f"t{len(self.tensors)}"
+        term = op_term(kind, [self.tensors[i].term for i in operands], len(shapes[0]), {})
+        op = Op.make(kind, (self.tensors[i].name for i in operands), (name,))
+        return replace(self, tensors=(*self.tensors, Tensor(name, shape, term)),
+                       ops=(*self.ops, op), last_key=key, kernels=self.kernels + 1)
+
+    def with_custom(self, block: BlockState, output: int, key: tuple[object, ...]
+                    ) -> KernelState:
+        tile = block.tensors[output]
+        name = f"t{len(self.tensors)}"
+        shape = tuple(trivial(d) for d in tile.shape)
+        op = Op.make("customized", block.sources, (name,), block=block.block_graph((output,)))
+        return replace(self, tensors=(*self.tensors, Tensor(name, shape, tile.term)),
+                       ops=(*self.ops, op), last_key=key, kernels=self.kernels + 1,
+                       custom=self.custom + 1,
+                       equalities=self.equalities + block.equalities)
+
+    def graph(self, outputs: tuple[int, ...] = (), open_block: BlockState | None = None,
+              name: str = "family") -> KernelGraph:
+        """The family as a kernel graph (an open block graph as a custom kernel without
+        outputs, for the rules that read its tiles)."""
+        ops = [Op.make("input", (), (t.name,)) for t in self.tensors[:self.num_inputs]]
+        ops += list(self.ops)
+        if open_block is not None:
+            ops.append(Op.make("customized", open_block.sources, (),
+                               block=open_block.block_graph()))
+        ops += [Op.make("output", (self.tensors[i].name,)) for i in outputs]
+        return KernelGraph(tuple(ops), tuple((t.name, t.shape) for t in self.tensors), name)
+
+
+def output_shape(block: BlockState, tile: Tensor) -> Shape:
+    return output_data_shape(tile.shape, block.output_map(tile), block.grid)
