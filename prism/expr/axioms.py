@@ -26,6 +26,7 @@ Prism's own table (REFERENCE.md §1.6) is the checklist; unlike it, this table
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -354,6 +355,12 @@ assert len(AXIOMS_BY_NAME) == len(AXIOMS), "axiom names must be unique"
 
 
 def rules(names: list[str] | None = None) -> list[Rule]:
-    """The axioms as e-graph rules (all of them, or those named)."""
+    """The axioms as e-graph rules (all of them, or those named); compiled once per name set,
+    since the search verifies thousands of candidates."""
+    return list(_compiled(None if names is None else tuple(names)))
+
+
+@functools.cache
+def _compiled(names: tuple[str, ...] | None) -> tuple[Rule, ...]:
     chosen = AXIOMS if names is None else tuple(AXIOMS_BY_NAME[n] for n in names)
-    return [a.rule() for a in chosen]
+    return tuple(a.rule() for a in chosen)

@@ -237,7 +237,8 @@ class _Run:
         remaining = max(0.05, self.deadline - time.perf_counter())
         lim = self.config.verify_limits
         verdict = verify(self.target, member, Limits(lim.iterations, lim.nodes,
-                                                     min(lim.seconds, remaining)))
+                                                     min(lim.seconds, remaining)),
+                         refute_first=True)
         cand = Candidate(cid, family, member, verdict)
         self.result.candidates.append(cand)
         if verdict.verdict == "equivalent":

@@ -26,8 +26,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from prism.errors import PrismError
-from prism.ir.dims import Dim, const
-from prism.ir.graph import BlockGraph, KernelGraph, Map, input_tile_shape, output_data_shape
+from prism.ir.dims import Dim, const, mul
+from prism.ir.graph import BlockGraph, KernelGraph, Map, output_data_shape
 from prism.ir.infer import infer_shapes
 from prism.ir.ops import bit_names, infer_shape
 from prism.search.state import Equality
@@ -207,9 +207,9 @@ def _concrete(bg: BlockGraph, picked: list[MapChoice], grid: tuple[Dim, ...], lo
         if op.kind == "input":
             (imap, fmap), src = next(inputs)
             rank = len(src)
-            im = Map.concrete(imap, rank)
-            fm = Map.concrete((fmap if loop != const(1) else -1,), rank)
-            shapes[op.outputs[0]] = input_tile_shape(src, im, fm, grid, loop)
+            fmap = fmap if loop != const(1) else -1
+            im, fm = Map.concrete(imap, rank), Map.concrete((fmap,), rank)
+            shapes[op.outputs[0]] = _tile(src, imap, fmap, grid, loop)
             ops.append(replace(op, attrs=tuple(sorted({"imap": im, "fmap": fm}.items()))))
         elif op.kind == "output":
             ops.append(op)
@@ -219,6 +219,18 @@ def _concrete(bg: BlockGraph, picked: list[MapChoice], grid: tuple[Dim, ...], lo
             ops.append(op)
     return replace(bg, grid=grid, forloop_range=loop, ops=tuple(ops),
                    tensors=tuple(shapes.items())), shapes
+
+
+def _tile(src: tuple[Dim, ...], imap: tuple[int, ...], fmap: int, grid: tuple[Dim, ...],
+          loop: Dim) -> tuple[Dim, ...]:
+    """`input_tile_shape` for concrete maps, without the 0/1 factor arithmetic."""
+    out = []
+    for d, size in enumerate(src):
+        parts = [grid[p] for p, hit in enumerate(imap) if hit == d and p < len(grid)]
+        if fmap == d:
+            parts.append(loop)
+        out.append(size / mul(*parts) if parts else size)
+    return tuple(out)
 
 
 def _omaps(bg: BlockGraph, picked: list[MapChoice], sources: list[tuple[Dim, ...]],

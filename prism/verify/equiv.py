@@ -86,15 +86,28 @@ class _Clock:
         return time.perf_counter() - self.start
 
 
-def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits()) -> Verdict:
+def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(), *,
+           refute_first: bool = False) -> Verdict:
     """Prove with grid and loop sizes as opaque symbols, so the proof holds for every size; a
     candidate whose sizes are constants and which that cannot prove is tried once more with its
     sizes known (a kernel may rely on them: a split that meets the previous kernel's
-    concatenation), and its proof then says `sizes: concrete`."""
+    concatenation), and its proof then says `sizes: concrete`.
+
+    `refute_first` (the search, which sees many wrong candidates): one float64 random trial at
+    one small assignment first; a difference there is a counterexample, and no e-graph runs."""
     clock = _Clock()
     invalid = _invalid_reason(target, candidate)
     if invalid:
         return Verdict("invalid", "spec", clock(), reason=invalid)
+    if refute_first:
+        env = _small_assignment(candidate)
+        if env is not None:
+            quick = random_test(target, candidate, assignments=[env], trials=1)
+            if not quick.equal:
+                cex = quick.counterexample.to_json() if quick.counterexample else None
+                return Verdict("not_equivalent", quick.method, clock(), counterexample=cex,
+                               reason=f"random testing at {env or 'its sizes'} found a "
+                                      "difference")
     notes: list[str] = []
     verdict = _prove(target, candidate, limits, clock, notes, concrete=False)
     if verdict is None and candidate.custom_ops and not candidate.free_vars():
@@ -148,6 +161,16 @@ def _fallback(target: KernelGraph, candidate: KernelGraph, clock: _Clock, notes:
     return Verdict("unknown", "e-graph", clock(),
                    reason=f"no proof: {why}; random testing ({result.method}, "
                           f"{result.trials} trial(s)) found no difference")
+
+
+def _small_assignment(candidate: KernelGraph) -> dict[str, int] | None:
+    """Every size 2 (a real split), else every size 1, if the candidate is well-formed so."""
+    names = sorted(candidate.free_vars())
+    for value in (2, 1):
+        env = dict.fromkeys(names, value)
+        if not problems(candidate, env):
+            return env
+    return None
 
 
 def _invalid_reason(target: KernelGraph, candidate: KernelGraph) -> str:

@@ -1,0 +1,51 @@
+"""Abstract expressions: the rule keeps every tensor of every hand-fused kernel (each is a
+subexpression of its target under the axioms), and prunes what is not."""
+
+import pytest
+
+from prism.expr.terms import parse
+from prism.search.abstract import AbstractTarget, op_term
+from prism.verify.translate import leaf
+from prism.workloads import WORKLOADS, get_workload
+from prism.workloads.known_best import known_best
+
+
+def block_terms(graph, target):
+    """The abstract expression of every block tensor of the graph's custom kernel."""
+    (op,) = graph.custom_ops
+    env = {t: leaf(target.leaves[src]) for t, src in zip(
+        op.block.inputs, op.inputs, strict=True)}
+    for bop in op.block.ops:
+        if bop.kind in ("input", "output"):
+            continue
+        rank = len(op.block.shape(bop.inputs[0]))
+        env[bop.outputs[0]] = op_term(bop.kind, [env[t] for t in bop.inputs], rank, bop.attr)
+    return env, env[op.block.outputs[0]]
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_every_tensor_of_the_known_best_kernel_is_kept(name):
+    w = get_workload(name)
+    target = AbstractTarget(w.graph)
+    env, out = block_terms(known_best(name, w.shapes), target)
+    for tensor, term in env.items():
+        assert target.lookup(term) is not None, f"{tensor} = {term} would be pruned"
+    assert target.output_index(out) == 0
+
+
+@pytest.mark.parametrize("name", ["rmsnorm_matmul", "rmsnorm_mlp", "swiglu", "attention",
+                                  "qknorm_attention", "gated_mlp"])
+def test_the_targets_saturate(name):
+    target = AbstractTarget(get_workload(name).graph)
+    assert target.saturated, target.report
+
+
+def test_what_the_target_does_not_compute_is_not_kept():
+    target = AbstractTarget(get_workload("rmsnorm_matmul").graph)
+    assert target.lookup(parse("(matmul X W)")) is not None
+    assert target.lookup(parse("(sqrt (mean (square X) 1))")) is not None
+    assert target.lookup(parse("(exp X)")) is None
+    assert target.lookup(parse("(matmul W X)")) is None
+    assert target.lookup(parse("(sqrt (mean (square W) 1))")) is None
+    assert target.output_index(parse("(div (matmul X W) (sqrt (mean (square X) 1)))")) == 0
+    assert target.output_index(parse("(matmul X W)")) is None
