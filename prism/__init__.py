@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from prism.frontend.mirage import import_mirage
     from prism.frontend.workload import Workload, workload
     from prism.verify.equiv import Verdict, verify
+    from prism.search.config import SearchConfig
     from prism.verify.randomized import random_test
     from prism.workloads import WORKLOADS, get_workload
 
@@ -39,6 +40,7 @@ _LAZY = {
     "verify": "prism.verify.equiv",
     "Verdict": "prism.verify.equiv",
     "random_test": "prism.verify.randomized",
+    "SearchConfig": "prism.search.config",   # the search itself: prism.search.search(...)
 }
 
 
@@ -51,7 +53,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "WORKLOADS", "Block", "BlockGraph", "DimExprError", "Graph", "GraphFormatError", "InputError",
-    "KernelGraph", "Map", "MirageFormatError", "PrismError", "ShapeError", "SpecError",
+    "KernelGraph", "Map", "MirageFormatError", "PrismError", "SearchConfig", "ShapeError",
+    "SpecError",
     "TraceFormatError", "UnknownWorkloadError", "UnsupportedOpError", "Verdict", "Workload",
     "check", "get_workload", "import_mirage", "interpret", "random_test", "verify", "workload",
 ]

@@ -216,7 +216,8 @@ class Generator:
         pending = block.open_tensors
         if len(pending) != 1 or not block.tensors[pending[0]].post:
             return                      # one stored tensor, after the loop
-        signature = block.signature()
+        # The same block graph in the same kernel graph, reached by another order of its ops.
+        signature = (kernel.ops, block.signature())
         if signature in self.seen:
             return
         self.seen.add(signature)
