@@ -26,8 +26,8 @@ from prism.ir import BlockGraph, KernelGraph, Map, check, interpret
 if TYPE_CHECKING:
     from prism.frontend.mirage import import_mirage
     from prism.frontend.workload import Workload, workload
-    from prism.verify.equiv import Verdict, verify
     from prism.search.config import SearchConfig
+    from prism.verify.equiv import Verdict, verify
     from prism.verify.randomized import random_test
     from prism.workloads import WORKLOADS, get_workload
 
