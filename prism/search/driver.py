@@ -41,6 +41,7 @@ from prism.trace import (
     Tracer,
 )
 from prism.verify.equiv import Limits, Verdict, verify
+from prism.verify.translate import leaf
 
 
 class UnsupportedTargetError(PrismError):
@@ -189,7 +190,6 @@ class _Run:
         self.generator = Generator(self.ctx, config, Callbacks(
             self.generated, self.pruned, self.complete, self.should_stop, self.observed_prune),
             observe)
-        self.parents: dict[str, str | None] = {}
 
     # -- callbacks ---------------------------------------------------------------------------
 
@@ -205,7 +205,6 @@ class _Run:
 
     def generated(self, fam: Family) -> None:
         self.result.generated += 1
-        self.parents[fam.id] = fam.parent
         graph = graph_to_json(fam.graph) if self.config.record_graphs else None
         self.tracer.emit(FamilyGenerated(fam.id, fam.parent, fam.description, graph))
 
@@ -271,7 +270,7 @@ class _Run:
     # -- running -----------------------------------------------------------------------------
 
     def run(self) -> SearchResult:
-        inputs = [Tensor(t, self.target.shape(t), _leaf(name))
+        inputs = [Tensor(t, self.target.shape(t), leaf(name))
                   for t, name in zip(self.target.inputs, self.abstract.inputs, strict=True)]
         with self.tracer.stage("search") as summary:
             with contextlib.suppress(Stop):
@@ -282,11 +281,6 @@ class _Run:
             summary.update(self.result.summary())
         self.tracer.emit(SearchFinished(self.result.summary()))
         return self.result
-
-
-def _leaf(name: str) -> Any:
-    from prism.verify.translate import leaf
-    return leaf(name)
 
 
 def search(target: KernelGraph, config: SearchConfig | None = None, *,
