@@ -74,9 +74,14 @@ class AbstractTarget:
         return None
 
     def evidence(self, term: Term) -> dict[str, object]:
-        return {"expression": str(term), "target": [str(t) for t in self.terms],
-                "egraph_nodes": self.egraph.num_nodes, "egraph_classes": self.egraph.num_classes,
-                "saturated": self.saturated, "stop": self.report.stop_reason}
+        """What a prune shows: the expression, the target, and whether the target's e-graph
+        was saturated (else the stop reason: the answer is relative to what it reached)."""
+        target = str(self.terms[0]) if len(self.terms) == 1 else [str(t) for t in self.terms]
+        out: dict[str, object] = {"expression": str(term), "target": target,
+                                  "saturated": self.saturated}
+        if not self.saturated:
+            out["stop"] = self.report.stop_reason
+        return out
 
 
 def op_term(kind: str, args: Sequence[Term], rank: int, attrs: dict[str, object]) -> Term:

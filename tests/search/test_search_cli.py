@@ -83,3 +83,17 @@ def test_user_errors(capsys, tmp_path):
     code, doc = run_json(capsys, "search", f"{source}:half")
     assert code == 2 and "mul_scalar" in doc["error"]["message"]
     assert doc["error"]["type"] == "UnsupportedTargetError"
+
+
+def test_a_users_own_workload(capsys, tmp_path):
+    source = tmp_path / "mine.py"
+    source.write_text("import torch\nimport prism\n\n"
+                      "@prism.workload(X=(8, 32), W=(32, 32))\n"
+                      "def act(X, W):\n"
+                      "    return torch.exp(X @ W)\n")
+    code, doc = run_json(capsys, "search", f"{source}:act", "--max-block-ops", "3",
+                         "--grid-dims", "1", "--block-ops", "matmul,exp")
+    assert code == 0 and doc["target"] == "act"
+    fused = [c for c in doc["candidates"] if c["verdict"] == "equivalent"
+             and c["num_kernels"] == 1]
+    assert fused
