@@ -195,7 +195,10 @@ class Generator:
 
     def _block_extensions(self, block: BlockState) -> Iterator[tuple[object, ...]]:
         n = len(block.tensors)
-        for kind in (*self.cfg.block_ops, *self.cfg.accumulators):
+        # Accumulators are tried first: every block graph stores a post-loop tensor, so the
+        # programs that close soonest are reached soonest (the order of trying, not the
+        # canonical order, which stays the vocabulary's).
+        for kind in (*self.cfg.accumulators, *self.cfg.block_ops):
             accumulator = OPS[kind].category == "accum"
             if accumulator and block.accumulators >= self.cfg.max_accumulators:
                 continue

@@ -100,11 +100,10 @@ def structural(ctx: Context, fam: Family) -> Pruned | None:
                           "simpler program computes the same",
                           {"check": "same operands", "claim": "not_better"})
         new = fam.block.tensors[-1]
-        twin = next((t for t in fam.block.tensors[:-1]
-                     if t.term == new.term and t.post == new.post), None)
+        twin = next((t for t in fam.block.tensors[:-1] if t.value == new.value), None)
         if twin is not None:
-            return Pruned("structural", f"{new.name} computes {new.term} again, as {twin.name} "
-                          "already does: a program without the copy is as good",
+            return Pruned("structural", f"{new.name} = {new.value} is computed again, as "
+                          f"{twin.name} already is: a program without the copy is as good",
                           {"check": "duplicate", "twin": twin.name, "claim": "not_better"})
         remaining = ctx.config.max_block_ops - fam.block.compute_ops
         pending = len(fam.block.open_tensors)
