@@ -105,7 +105,7 @@ def reinstantiate(checkpoint: Checkpoint, target: KernelGraph, config: SearchCon
         except PrismError as e:
             run.result.candidates.append(_unfit(cid, family, graph, str(e)))
             continue
-        run.check(member, family)
+        run.check(member, family, refute_first=False)   # proved before: prove again
     run.result.seconds = time.perf_counter() - start
     run.result.stop_reason = "checkpoint"
     return run.result

@@ -230,14 +230,14 @@ class _Run:
         if origin is not None:
             self.under += [(origin, c) for c in found]
 
-    def check(self, member: KernelGraph, family: str) -> Candidate:
+    def check(self, member: KernelGraph, family: str, refute_first: bool = True) -> Candidate:
         cid = f"c{len(self.result.candidates) + 1}"
         member = replace(member, name=f"{self.result.target}.{cid}")
         remaining = max(0.05, self.deadline - time.perf_counter())
         lim = self.config.verify_limits
         verdict = verify(self.target, member, Limits(lim.iterations, lim.nodes,
                                                      min(lim.seconds, remaining)),
-                         refute_first=True)
+                         refute_first=refute_first)
         cand = Candidate(cid, family, member, verdict)
         self.result.candidates.append(cand)
         if verdict.verdict == "equivalent":
