@@ -11,8 +11,9 @@ Canonical order: an op's key is (its operands' indices, largest first; its kind'
 canonical vocabulary; its operands in order), and a node only adds ops whose key exceeds the key
 of the op added before it. An op that consumes another's result has the larger first index, so
 every program is reachable, and a set of independent ops is added in one order only. The order
-in which a node tries its extensions is the canonical one for seed 0, a shuffle of it otherwise:
-deterministic for a given seed.
+in which a node *tries* its extensions changes which programs come first, not which exist: for
+seed 0 accumulators first, then block ops, each in vocabulary order; a shuffle of that for any
+other seed. Deterministic for a given seed.
 
 Every node is a `Family`; `Generator.visit` hands it to the rules (`prism.search.pruning`) and the
 driver hears every decision through its callbacks.
@@ -117,9 +118,9 @@ class Generator:
             return
         for ext in self._order(list(self._kernel_extensions(kernel))):
             assert isinstance(ext, tuple)
-            kind, operands, key, grid_dims = ext
+            kind, operands, key = ext
             if kind == "customized":
-                self._open_custom(kernel, operands, key, grid_dims, parent)
+                self._open_custom(kernel, operands, key, parent)
                 continue
             try:
                 child = kernel.with_kernel_op(kind, operands, key)
@@ -150,17 +151,17 @@ class Generator:
                     key = (tuple(sorted(operands, reverse=True)), 0, operands)
                     if key <= kernel.last_key:
                         continue
-                    yield ("customized", operands, key, 0)
+                    yield ("customized", operands, key)
         for kind in self.cfg.kernel_ops:
             for operands in _operand_tuples(kind, n):
                 key = (tuple(sorted(operands, reverse=True)), self.kvocab[kind], operands)
                 if key > kernel.last_key:
-                    yield (kind, operands, key, 0)
+                    yield (kind, operands, key)
 
     # -- block level --------------------------------------------------------------------------
 
     def _open_custom(self, kernel: KernelState, operands: tuple[int, ...],
-                     key: tuple[object, ...], grid_dims: int, parent: str | None) -> None:
+                     key: tuple[object, ...], parent: str | None) -> None:
         # The block graph is built with one grid dim; the number of grid dims (1-3) changes
         # no shape match (they are decided with every size 1) and no abstract expression, so
         # it is chosen when the block closes: one family per count, replayed from the ops.
