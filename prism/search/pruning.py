@@ -135,9 +135,9 @@ def structural(ctx: Context, fam: Family) -> Pruned | None:
     if fam.level in ("close", "kernel") and fam.new is not None and \
             ctx.last_kernel(fam.kernel) and ctx.output_index(fam.new) is None:
         return Pruned("structural", f"no kernel can follow (caps) and {fam.new.name} = "
-                          f"{fam.new.term} is not the target",
-                          {"check": "dead end", "expression": str(fam.new.term),
-                           "claim": "no_equivalent"})
+                      f"{fam.new.term} is not the target",
+                      {"check": "dead end", "expression": str(fam.new.term),
+                       "claim": "no_equivalent"})
     return None
 
 
