@@ -43,6 +43,8 @@ from prism.trace import (
 from prism.verify.equiv import Limits, Verdict, verify
 from prism.verify.translate import leaf
 
+MAP_LIMIT = 512     # concrete-map members verified per complete family
+
 
 class UnsupportedTargetError(PrismError):
     """A target the search's op set cannot express."""
@@ -100,6 +102,7 @@ class SearchResult:
     pruned: Counter[str] = field(default_factory=Counter)
     candidates: list[Candidate] = field(default_factory=list)
     families: list[CompleteFamily] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)     # limits the search hit, said aloud
 
     @property
     def kept(self) -> int:
@@ -123,7 +126,8 @@ class SearchResult:
                              "complete": len(self.families),
                              "pruned": {r: self.pruned.get(r, 0) for r in _rules()}},
                 "verdicts": dict(verdicts),
-                "best": self.best.id if self.best else None}
+                "best": self.best.id if self.best else None,
+                **({"notes": self.notes} if self.notes else {})}
 
     def to_json(self, with_graphs: bool = True) -> dict[str, Any]:
         out = self.summary()
@@ -221,11 +225,14 @@ class _Run:
         family = CompleteFamily(fam.parent or "root", graph, kernel.equalities)
         self.result.families.append(family)
         found: list[Candidate] = []
-        for member in instantiate(graph, kernel.equalities):
+        for member in instantiate(graph, kernel.equalities, limit=MAP_LIMIT):
             if self.should_stop():
                 raise Stop
             cand = self.check(member, family.id)
             found.append(cand)
+        if len(found) >= MAP_LIMIT:
+            self.result.notes.append(f"family {family.id}: map instantiation stopped at "
+                                     f"{MAP_LIMIT} members; some were not verified")
         origin = self.generator.marked.get(fam.parent or "")
         if origin is not None:
             self.under += [(origin, c) for c in found]

@@ -245,3 +245,12 @@ def test_caps_too_small_give_an_empty_result_that_says_so(cases):
     result = search(cases.small("swiglu").graph, cases.reduced("swiglu", max_block_ops=3))
     assert result.complete and not result.equivalent
     assert "no candidate" in result.to_json()["message"]
+
+
+def test_a_map_instantiation_limit_is_said_aloud(cases, monkeypatch):
+    from prism.search import driver
+    monkeypatch.setattr(driver, "MAP_LIMIT", 1)
+    result = search(cases.small("rmsnorm_matmul").graph, cases.reduced("rmsnorm_matmul"))
+    notes = result.summary()["notes"]
+    assert notes and all("stopped at 1 members" in n for n in notes)
+    assert len(result.candidates) == len(result.families)
