@@ -72,14 +72,23 @@ def dims_match(x: Dim, y: Dim) -> bool:
     under an assignment checks the real values."""
     if x == y:
         return True
-    names = x.free_vars() | y.free_vars()
     if not any(_has_bits(d) for d in (x, y)):
         return False
-    env = {n: 0 if n in bit_names(x) | bit_names(y) else 1 for n in names}
     try:
-        return bool(evaluate(x, env) == evaluate(y, env))
+        return data_dim(x) == data_dim(y)
     except PrismError:
         return False
+
+
+def data_dim(d: Dim) -> Dim:
+    """The data dim behind a tile dim: `d` with every map bit 0 (no split) and every other
+    variable 1 — the *trivial instantiation* of symbolic dimension matching, of the search's
+    abstract expressions and of the hardware rule's "whole, unsplit dim"."""
+    names = d.free_vars()
+    if not names:
+        return d
+    bits = bit_names(d)
+    return dim(evaluate(d, {n: 0 if n in bits else 1 for n in names}))
 
 
 def bit_names(d: Dim) -> set[str]:

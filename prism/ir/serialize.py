@@ -64,13 +64,18 @@ def save(g: KernelGraph, path: str | Path) -> None:
 
 
 def load(path: str | Path) -> KernelGraph:
+    return graph_from_json(parse_json(read_text(path, "the graph file", "check the path"),
+                                      str(path)))
+
+
+def read_text(path: str | Path, what: str, fix: str,
+              error: type[GraphFormatError] = GraphFormatError) -> str:
+    """A file's text, or `error` naming the file, why it cannot be read, and the fix."""
     p = Path(path)
     try:
-        text = p.read_text()
+        return p.read_text()
     except OSError as e:
-        raise GraphFormatError(f"{p}: cannot read the graph file ({e.strerror}); "
-                               "check the path") from None
-    return graph_from_json(parse_json(text, str(p)))
+        raise error(f"{p}: cannot read {what} ({e.strerror}); {fix}") from None
 
 
 def parse_json(text: str, source: str, error: type[GraphFormatError] = GraphFormatError) -> Any:

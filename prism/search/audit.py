@@ -29,13 +29,12 @@ from typing import Any
 from prism.errors import PrismError
 from prism.ir.dims import evaluate
 from prism.ir.graph import KernelGraph
-from prism.ir.ops import OPS
+from prism.ir.ops import OPS, data_dim
 from prism.ir.serialize import graph_to_json
 from prism.ir.spec import problems, substitute_graph
 from prism.search.config import RULE_NAMES, SearchConfig, SearchConfigError
 from prism.search.driver import Candidate, UnsupportedTargetError, _Run, expressible
 from prism.search.hardware import Device
-from prism.search.state import trivial
 from prism.trace import Tracer
 
 _MAX_ASSIGNMENTS = 400
@@ -167,6 +166,6 @@ def within_limits(graph: KernelGraph, env: dict[str, int], device: Device) -> bo
             for t in op.inputs:
                 for d in bg.shape(t)[-2:]:
                     size = evaluate(d, env)
-                    if size < device.min_matmul_tile and size != evaluate(trivial(d), {}):
+                    if size < device.min_matmul_tile and size != data_dim(d).value:
                         return False
     return True

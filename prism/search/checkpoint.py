@@ -22,7 +22,7 @@ from typing import Any
 from prism.errors import GraphFormatError, PrismError
 from prism.ir.graph import KernelGraph
 from prism.ir.infer import infer_shapes
-from prism.ir.serialize import graph_from_json, graph_to_json, parse_json
+from prism.ir.serialize import graph_from_json, graph_to_json, parse_json, read_text
 from prism.search.config import SearchConfig
 from prism.search.driver import Candidate, SearchResult, _Run
 from prism.trace import Tracer
@@ -60,11 +60,8 @@ def save_checkpoint(result: SearchResult, target: KernelGraph, path: str | Path)
 
 def load_checkpoint(path: str | Path) -> Checkpoint:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise CheckpointError(f"{p}: cannot read it ({e.strerror}); give an existing "
-                              "checkpoint or a new path to write one") from None
+    text = read_text(p, "it", "give an existing checkpoint or a new path to write one",
+                     CheckpointError)
     doc = parse_json(text, str(p), error=CheckpointError)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CheckpointError(f"{p}: not a search checkpoint (format {FORMAT!r}); write one "
@@ -128,7 +125,3 @@ def _unfit(cid: str, family: str, graph: KernelGraph, why: str) -> Candidate:
     return Candidate(cid, family, graph, Verdict("invalid", "shapes", 0.0,
                                                  reason=f"does not fit the new shapes: {why}"))
 
-
-def checkpoint_json(checkpoint: Checkpoint) -> dict[str, Any]:
-    return {"target": checkpoint.target, "search_seconds": checkpoint.search_seconds,
-            "candidates": len(checkpoint.candidates), "families": len(checkpoint.families)}

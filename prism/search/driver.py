@@ -30,7 +30,7 @@ from prism.search.generate import Callbacks, Generator, Stop
 from prism.search.hardware import check_hardware
 from prism.search.maps import instantiate
 from prism.search.pruning import Context, Family, Pruned, leaves
-from prism.search.state import Equality, Tensor
+from prism.search.state import Tensor
 from prism.trace import (
     CandidateRejected,
     CandidateUndecided,
@@ -63,7 +63,7 @@ class Candidate:
     def num_kernels(self) -> int:
         return self.graph.num_kernels
 
-    def to_json(self, with_graph: bool = True) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "family": self.family,
                                "num_kernels": self.num_kernels,
                                "verdict": _public_verdict(self.verdict.verdict),
@@ -75,8 +75,7 @@ class Candidate:
             out["assignment"] = self.assignment
         if self.verdict.reason:
             out["reason"] = self.verdict.reason
-        if with_graph:
-            out["graph"] = graph_to_json(self.graph)
+        out["graph"] = graph_to_json(self.graph)
         return out
 
 
@@ -88,7 +87,6 @@ def _public_verdict(v: str) -> str:
 class CompleteFamily:
     id: str
     graph: KernelGraph                  # symbolic maps, grid and loop
-    equalities: tuple[Equality, ...]
 
 
 @dataclass
@@ -129,10 +127,10 @@ class SearchResult:
                 "best": self.best.id if self.best else None,
                 **({"notes": self.notes} if self.notes else {})}
 
-    def to_json(self, with_graphs: bool = True) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         out = self.summary()
         out["config"] = self.config.to_json()
-        out["candidates"] = [c.to_json(with_graphs) for c in self.candidates]
+        out["candidates"] = [c.to_json() for c in self.candidates]
         if not self.equivalent:
             out["message"] = self.empty_message()
         return out
@@ -222,7 +220,7 @@ class _Run:
     def complete(self, fam: Family, outputs: tuple[int, ...]) -> None:
         kernel = fam.kernel
         graph = kernel.graph(outputs, name=f"{self.result.target}.{fam.parent}")
-        family = CompleteFamily(fam.parent or "root", graph, kernel.equalities)
+        family = CompleteFamily(fam.parent or "root", graph)
         self.result.families.append(family)
         found: list[Candidate] = []
         for member in instantiate(graph, kernel.equalities, limit=MAP_LIMIT):

@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from prism.ir.dims import Dim, add, dim, evaluate, mul, quotients
+from prism.ir.dims import Dim, add, dim, mul, quotients
 from prism.ir.graph import BlockGraph, KernelGraph, Map
-from prism.ir.ops import OPS, bit_names
+from prism.ir.ops import OPS, data_dim
 from prism.smt import NamedConstraint, Relation, hardware_feasibility
 
 # Categories whose tiles cost no smem. mul_scalar ("scalar") is unary in Mirage's is_unary; "io"
@@ -133,7 +133,7 @@ def _block_constraints(bg: BlockGraph, dev: Device, done: set[str]) -> list[Name
             a, b = (bg.shape(t) for t in op.inputs)
             for t, shape in zip(op.inputs, (a, b), strict=True):
                 for k in (len(shape) - 2, len(shape) - 1):
-                    whole = unsplit(shape[k])
+                    whole = data_dim(shape[k])
                     if shape[k] == whole:
                         continue   # a whole data dim: padded when small
                     cs.append(NamedConstraint(
@@ -158,18 +158,6 @@ def _block_constraints(bg: BlockGraph, dev: Device, done: set[str]) -> list[Name
             cs.append(NamedConstraint.of(f"{op.outputs[0]}: {op.attr['dimx']} divides {last}",
                                          last, "exact", op.attr["dimx"]))
     return cs
-
-
-def unsplit(d: Dim) -> Dim:
-    """The data dim a tile dim comes from: every map bit 0 (no split), every size 1."""
-    names = d.free_vars()
-    if not names:
-        return d
-    return dim(evaluate(d, {n: 0 if _is_bit(d, n) else 1 for n in names}))
-
-
-def _is_bit(d: Dim, name: str) -> bool:
-    return name in bit_names(d)
 
 
 def smem_tiles(bg: BlockGraph) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from prism.expr.terms import Term
-from prism.ir.dims import Dim, dim, evaluate, var
+from prism.ir.dims import Dim, dim, var
 from prism.ir.graph import (
     BlockGraph,
     KernelGraph,
@@ -20,9 +20,8 @@ from prism.ir.graph import (
     Op,
     Shape,
     input_tile_shape,
-    output_data_shape,
 )
-from prism.ir.ops import OPS, bit_names, infer_shape
+from prism.ir.ops import OPS, data_dim, infer_shape
 from prism.search.abstract import op_term
 
 GRID_NAMES = ("gx", "gy", "gz")
@@ -45,15 +44,6 @@ class Equality:
     a: Dim
     b: Dim
     where: str
-
-
-def trivial(d: Dim) -> Dim:
-    """The dim at the trivial instantiation: every map bit 0, every size 1 (the data dim)."""
-    names = d.free_vars()
-    if not names:
-        return d
-    bits = bit_names(d)
-    return dim(evaluate(d, {n: 0 if n in bits else 1 for n in names}))
 
 
 @dataclass(frozen=True)
@@ -175,7 +165,7 @@ class KernelState:
                     ) -> KernelState:
         tile = block.tensors[output]
         name = f"t{len(self.tensors)}"
-        shape = tuple(trivial(d) for d in tile.shape)
+        shape = tuple(data_dim(d) for d in tile.shape)
         op = Op.make("customized", block.sources, (name,), block=block.block_graph((output,)))
         return replace(self, tensors=(*self.tensors, Tensor(name, shape, tile.term)),
                        ops=(*self.ops, op), last_key=key, kernels=self.kernels + 1,
@@ -193,7 +183,3 @@ class KernelState:
                                block=open_block.block_graph()))
         ops += [Op.make("output", (self.tensors[i].name,)) for i in outputs]
         return KernelGraph(tuple(ops), tuple((t.name, t.shape) for t in self.tensors), name)
-
-
-def output_shape(block: BlockState, tile: Tensor) -> Shape:
-    return output_data_shape(tile.shape, block.output_map(tile), block.grid)

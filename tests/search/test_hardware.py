@@ -1,19 +1,18 @@
 """The hardware pruning rule against its oracle: brute-force enumeration of every assignment
 (grid sizes and loop range over powers of two, bits over 0/1), checked by `spec` and limits
-recomputed here from the evaluated tile shapes."""
+evaluated on the concrete tile shapes by `prism.search.audit.within_limits` (no z3)."""
 
 import functools
 import itertools
-import math
 
 import pytest
 
 from prism.frontend.builder import Block, Graph
-from prism.ir.dims import evaluate, var
+from prism.ir.dims import var
 from prism.ir.graph import KernelGraph
-from prism.ir.ops import OPS, bit_names
 from prism.ir.spec import check, problems
 from prism.search import Device, check_hardware, hardware_constraints
+from prism.search.audit import within_limits
 from prism.search.hardware import variable_bounds
 from prism.smt import NamedConstraint, hardware_feasibility
 
@@ -32,32 +31,6 @@ def rmsnorm_matmul(symbolic_maps: bool) -> KernelGraph:
     (out,) = g.customized(tb)
     g.output(out)
     return g.build()
-
-
-def within_limits(graph: KernelGraph, env: dict[str, int], dev: Device) -> bool:
-    """The limits, recomputed from the evaluated tile shapes."""
-    for _, bg in graph.iter_blocks():
-        if math.prod(evaluate(g, env) for g in bg.grid) > dev.max_blocks:
-            return False
-        smem = 0
-        for op in bg.ops:
-            free = OPS[op.kind].category in ("unary", "scalar") or op.kind == "nored"
-            smem += 0 if free else sum(
-                math.prod(evaluate(d, env) for d in bg.shape(t)) for t in op.outputs)
-        if dev.dtype_bytes * smem > dev.smem_bytes:
-            return False
-        for op in bg.ops:
-            if op.kind == "matmul" and any(
-                    evaluate(d, env) < dev.min_matmul_tile and evaluate(d, env) != whole(d)
-                    for t in op.inputs for d in bg.shape(t)[-2:]):
-                return False   # a small tile is fine only as a whole (padded) data dim
-    return True
-
-
-def whole(d) -> int:
-    """The data dim behind a tile dim: every bit 0, every size 1."""
-    bits = bit_names(d)
-    return evaluate(d, {n: 0 if n in bits else 1 for n in d.free_vars()})
 
 
 @functools.cache
