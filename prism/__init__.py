@@ -26,6 +26,7 @@ from prism.ir import BlockGraph, KernelGraph, Map, check, interpret
 if TYPE_CHECKING:
     from prism.frontend.mirage import import_mirage
     from prism.frontend.workload import Workload, workload
+    from prism.pipeline import superoptimize
     from prism.search.config import SearchConfig
     from prism.verify.equiv import Verdict, verify
     from prism.verify.randomized import random_test
@@ -41,6 +42,7 @@ _LAZY = {
     "Verdict": "prism.verify.equiv",
     "random_test": "prism.verify.randomized",
     "SearchConfig": "prism.search.config",   # the search itself: prism.search.search(...)
+    "superoptimize": "prism.pipeline",
 }
 
 
@@ -56,5 +58,6 @@ __all__ = [
     "KernelGraph", "Map", "MirageFormatError", "PrismError", "SearchConfig", "ShapeError",
     "SpecError",
     "TraceFormatError", "UnknownWorkloadError", "UnsupportedOpError", "Verdict", "Workload",
-    "check", "get_workload", "import_mirage", "interpret", "random_test", "verify", "workload",
+    "check", "get_workload", "import_mirage", "interpret", "random_test", "superoptimize", "verify",
+    "workload",
 ]

@@ -193,7 +193,10 @@ def _search_target(args: argparse.Namespace) -> Any:
     return target
 
 
-def _search_config(args: argparse.Namespace) -> Any:
+def _search_config(args: argparse.Namespace, base: Any = None) -> Any:
+    """The search settings from the command line, over `base` (default: Prism's caps)."""
+    from dataclasses import replace
+
     from prism.search import SearchConfig
     from prism.search.config import BLOCK_OPS
     kw: dict[str, Any] = {"budget_s": args.budget, "seed": args.seed,
@@ -210,7 +213,9 @@ def _search_config(args: argparse.Namespace) -> Any:
         kw["block_ops"] = BLOCK_OPS
     if args.kernel_ops:
         kw["kernel_ops"] = tuple(args.kernel_ops.split(","))
-    return SearchConfig(**kw)
+    if args.accumulators:
+        kw["accumulators"] = tuple(args.accumulators.split(","))
+    return replace(base, **kw) if base is not None else SearchConfig(**kw)
 
 
 def _cmd_search(args: argparse.Namespace) -> Any:
@@ -277,6 +282,38 @@ def _print_search(doc: dict[str, Any]) -> None:
         print(doc["message"])
 
 
+def _cmd_optimize(args: argparse.Namespace) -> Any:
+    from prism.pipeline import search_config_for, superoptimize
+    from prism.report import table_rows
+    from prism.tune import ResultDB
+    target = _search_target(args)
+    config = _search_config(args, search_config_for(target.graph, args.budget))
+    out = Path(args.out)
+    db = ResultDB(Path(args.db)) if args.db else ResultDB()
+    result = superoptimize(target.workload or target.graph, device=args.device,
+                           measure=args.measure, budget_s=args.budget, out=out,
+                           search_config=config, checkpoint=args.checkpoint,
+                           max_trials=args.max_trials, db=db, label=target.label)
+    doc = result.to_json()
+    if not args.json:
+        print(f"{doc['target']} on {doc['device']} (measure: {doc['measure']}), "
+              f"{doc['seconds']:.1f} s")
+        width = max(len(w) for w, _, _ in table_rows(result))
+        for what, value, kind in table_rows(result):
+            print(f"  {what:<{width}}  {value:>12}  {kind}")
+        if result.best is not None:
+            b = doc["best"]
+            print(f"  proof: {b['proof']}; check: " + (
+                "passed" if b["check"].get("passed") else
+                b["check"].get("reason") or b["check"].get("error", "failed")))
+            print(f"  modeled speed-up over eager: "
+                  f"{doc['baseline']['modeled_speedup_vs_eager']:.2f}x")
+        for name, path in doc["files"].items():
+            print(f"  {name}: {path}")
+    code = 0 if result.best is not None and result.best.check.get("passed", True) else 1
+    return Exit(doc if args.json else None, code)
+
+
 def _cmd_lab(args: argparse.Namespace) -> Any:
     import os
     import subprocess
@@ -339,16 +376,37 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--iterations", type=int, default=30, help="e-graph iteration limit")
     sp = command("search", _cmd_search, "symbolic search and verification: families "
                  "generated, pruned per rule, kept, and the verified candidates")
+    _search_arguments(sp)
+    sp.add_argument("--trace", metavar="F.jsonl", help="write every decision to this file")
+    sp.add_argument("--audit-rule", metavar="NAME", help="re-explore what rule NAME pruned "
+                    "and verify it: exits 1 if an equivalent program was pruned wrongly")
+    sp = command("optimize", _cmd_optimize, "the whole pipeline: search, instantiate, generate "
+                 "Triton, tune; writes kernel.py, kernel.ptx, trace.jsonl and report.html")
+    _search_arguments(sp)
+    sp.add_argument("--device", default="h100", help="h100, h200 or a100 (the cost model's "
+                    "device; default h100)")
+    sp.add_argument("--measure", default="model", choices=("model", "interpret", "cuda"),
+                    help="model: the cost model; interpret: Triton's interpreter (correctness, "
+                    "CPU); cuda: CUDA events on a GPU")
+    sp.add_argument("--out", default="out", help="folder for the outputs (default out/)")
+    sp.add_argument("--max-trials", type=int, default=8,
+                    help="configurations compiled and measured (default 8)")
+    sp.add_argument("--db", metavar="F.jsonl", help="the result database (default "
+                    "~/.cache/prism/results.jsonl, or $PRISM_CACHE_DIR/results.jsonl)")
+    sp = command("lab", _cmd_lab, "JupyterLab on the notebooks (--json: print the command only)")
+    sp.add_argument("--notebooks", default="notebooks")
+    return p
+
+
+def _search_arguments(sp: argparse.ArgumentParser) -> None:
+    """The arguments `search` and `optimize` share: the target, shapes, budget and caps."""
     sp.add_argument("target", help="a workload name or path.py:function (@prism.workload)")
     sp.add_argument("--shape", action="append", metavar="NAME=8x1024",
                     help="a parameter's shape (repeat for several)")
     sp.add_argument("--budget", type=float, default=600.0, help="seconds (default 600)")
-    sp.add_argument("--trace", metavar="F.jsonl", help="write every decision to this file")
     sp.add_argument("--checkpoint", metavar="F", help="load this symbolic checkpoint and "
                     "re-instantiate it at the shapes (no search); if it does not exist, "
                     "search and write it")
-    sp.add_argument("--audit-rule", metavar="NAME", help="re-explore what rule NAME pruned "
-                    "and verify it: exits 1 if an equivalent program was pruned wrongly")
     sp.add_argument("--disable", action="append", metavar="RULE",
                     help="switch a pruning rule off (repeat for several)")
     sp.add_argument("--max-block-ops", type=int)
@@ -360,10 +418,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--grid-dims", help="grid-dim counts to try, e.g. 1,2")
     sp.add_argument("--block-ops", help="block vocabulary, comma-separated")
     sp.add_argument("--kernel-ops", help="pre-defined kernel ops to allow, comma-separated")
+    sp.add_argument("--accumulators", help="accumulators to allow, comma-separated")
     sp.add_argument("--seed", type=int, default=0, help="0: canonical order")
-    sp = command("lab", _cmd_lab, "JupyterLab on the notebooks (--json: print the command only)")
-    sp.add_argument("--notebooks", default="notebooks")
-    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:

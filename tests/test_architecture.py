@@ -19,17 +19,21 @@ ALLOWED = {
     "verify": {"ir", "expr", "trace"},
     "search": {"ir", "expr", "verify", "trace", "smt", "cost"},   # smt: the z3 module (lazy z3)
     "cost": {"ir"},
+    "instantiate": {"ir", "search", "cost"},
+    "tune": {"ir", "cost", "instantiate", "trace"},
 }
 # heavy dependency → the only modules that may import it
 HEAVY = {
-    "torch": {"prism/frontend/fx.py", "prism/frontend/workload.py", "prism/workloads/library.py"},
+    "torch": {"prism/frontend/fx.py", "prism/frontend/workload.py", "prism/workloads/library.py",
+              "prism/tune/backends.py", "prism/instantiate/triton_backend.py"},
     "graphviz": {"prism/ir/render.py"},
     "z3": {"prism/smt.py"},
-    "triton": set(),
+    "triton": {"prism/instantiate/triton_backend.py"},
+    "plotly": {"prism/report.py"},     # the report's static tuning plot (no Jupyter needed)
     "egglog": {"prism/expr/egglog_oracle.py"},
 }
-JUPYTER = {"ipywidgets", "IPython", "anywidget", "widgets", "plotly", "jupyter", "jupyterlab",
-           "ipykernel", "nbclient"}
+JUPYTER = {"ipywidgets", "IPython", "anywidget", "widgets", "jupyter", "jupyterlab", "ipykernel",
+           "nbclient"}
 
 
 def imports(path: Path) -> set[str]:
@@ -72,7 +76,7 @@ def test_heavy_dependencies_live_behind_one_module():
 
 def test_import_prism_stays_light():
     code = ("import sys, prism, prism.workloads, prism.trace; "
-            "heavy = [m for m in ('torch', 'graphviz', 'z3', 'triton', 'egglog') "
+            "heavy = [m for m in ('torch', 'graphviz', 'z3', 'triton', 'egglog', 'plotly') "
             "if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

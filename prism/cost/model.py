@@ -8,7 +8,8 @@ A predefined kernel (matmul, rms_norm, add, ...) is a library kernel assumed to 
     compute  `op_flops` of the op at full size, at the fp16 tensor-core peak
 
 A custom kernel with blocks = Π grid and a loop of range F:
-    loads    each input tile once per loop iteration: blocks · F · tile bytes per input. The
+    loads    each input tile once per loop iteration: blocks · F · tile bytes per input (once per
+             block, blocks · tile bytes, for a tile the loop does not walk: it is hoisted). The
              input's own size comes from HBM; the excess (replicated reads) comes from L2 at L2
              bandwidth when the input fits in L2, else from HBM again.
     stores   blocks · tile bytes per output. When the omap sums blocks (a grid dim of size > 1
@@ -224,7 +225,8 @@ def _custom_cost(sizes: _Sizes, op: Op, device: DeviceSpec) -> KernelCost:
     tiles = _tile_shapes(block)
     traffic: dict[str, int] = {}   # kernel tensor → bytes the blocks move for it
     for bop, src in zip(block.input_ops, op.inputs, strict=False):
-        traffic[src] = traffic.get(src, 0) + blocks * loop * _bytes(tiles[bop.outputs[0]])
+        loads = loop if _walks(bop.attr["fmap"]) else 1     # a tile the loop does not walk is
+        traffic[src] = traffic.get(src, 0) + blocks * loads * _bytes(tiles[bop.outputs[0]])
     for bop, dst in zip(block.output_ops, op.outputs, strict=False):
         stored = blocks * _bytes(tiles[bop.inputs[0]])
         traffic[dst] = stored * (2 if _sums_blocks(bop.attr["omap"], grid) else 1)
@@ -240,6 +242,12 @@ def _custom_cost(sizes: _Sizes, op: Op, device: DeviceSpec) -> KernelCost:
     waves = math.ceil(blocks / (device.sm_count * device.max_blocks_per_sm))
     return KernelCost(_kernel_name(op), op.kind, blocks, waves, hbm, l2, flops, memory, compute,
                       max(memory, compute) + device.launch_us)
+
+
+def _walks(fmap: Map) -> bool:
+    """Whether the for-loop walks a data dim of this input (else its tile is loaded once, above
+    the loop, as the code generator does)."""
+    return any(e != 0 for row in fmap.rows for e in row)
 
 
 def _sums_blocks(omap: Map, grid: Sequence[int]) -> bool:

@@ -1,0 +1,548 @@
+"""Triton code generation: one concrete kernel graph → one readable Python module.
+
+    program = generate(graph)          # graph: every grid size, loop range and map concrete
+    program.source                     # `@triton.jit` kernels + `run(*inputs)`, the launcher
+
+The module has one `@triton.jit` function per custom kernel and a launcher `run(*inputs)` that
+takes torch tensors in the graph's input order, runs the pre-defined kernel ops through torch
+(in fp32) and launches each custom kernel on its grid. The block graph's semantics are
+`prism.ir.interpret`'s, kept exactly:
+
+- data dim d of a block input is cut, outermost first, by the grid dims mapped to it (x, y, z), then
+  by the loop, then the tile: the tile at block (b_x, b_y, b_z), iteration i starts at
+  ((b_p·g_q + b_q)·F + i)·tile;
+- accumulators are fp32 `tl.zeros` carried through `for i in range(F)`; mean and rms divide by the
+  row width × F after the loop;
+- a grid dim that an output's omap maps to no data dim *sums* the blocks' tiles: the kernel writes
+  per-block partial tiles into an fp32 buffer and the launcher adds them.
+
+Tiles are padded to powers of two (`tl.arange` needs them) with masked loads (`other=0`) and
+stores; a padded lane that an op makes non-zero (exp(0) = 1, 0/0) is zeroed again before any
+reduction reads it. Matmul uses `tl.dot` when every dim is ≥ 16 and a broadcast product-sum below
+that. Loads and ops that do not depend on the loop are hoisted above it.
+
+Names come from the graph's tensors, made into identifiers (`Namer`); nothing from a user's
+program reaches the source unchecked: names are sanitized, sizes are ints, attributes are numbers.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from prism.errors import PrismError
+from prism.instantiate.lowering import (
+    KEEPS_ZERO,
+    POW_HELPER,
+    TORCH_KERNEL,
+    TRITON_ELEMENTWISE,
+)
+from prism.ir.dims import evaluate
+from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
+from prism.ir.ops import OPS
+from prism.ir.spec import check, substitute_graph
+
+NUM_WARPS = 4          # Prism's and Mirage's fixed 128-thread block
+MIN_DOT = 16           # tl.dot below this size falls back to a product-sum
+
+
+class CodegenError(PrismError):
+    """A graph the code generator cannot lower (says which op and why)."""
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """One `@triton.jit` function of a program: its name, launch grid and argument types (for
+    offline compilation: `*fp16` for tensors, `*fp32` for partial-sum buffers)."""
+
+    name: str
+    grid: tuple[int, ...]
+    signature: tuple[tuple[str, str], ...]
+    block_op: str        # the custom op's first output, which names it in the graph
+
+
+@dataclass(frozen=True)
+class TritonProgram:
+    source: str
+    kernels: tuple[KernelSource, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    name: str = ""
+
+
+def generate(graph: KernelGraph, assignment: Mapping[str, int] | None = None,
+             name: str = "") -> TritonProgram:
+    """The Triton module for `graph` (symbolic graphs need an `assignment` of every variable)."""
+    if assignment:
+        graph = substitute_graph(graph, assignment)
+    if graph.free_vars():
+        raise CodegenError(f"graph {graph.name or name!r} still has symbolic sizes "
+                           f"{sorted(graph.free_vars())}; pass an assignment (grid sizes, loop "
+                           "ranges and map bits) to generate code for one member of the family")
+    check(graph)
+    return _Module(graph, name or graph.name).build()
+
+
+# -- names -----------------------------------------------------------------------------------------
+
+_RESERVED = frozenset({"tl", "triton", "torch", "math", "i", "pid0", "pid1", "pid2", "run",
+                       "dtype", "device", "_pow", "_alloc", "_f", "_prepare", "KERNELS"})
+
+
+class Namer:
+    """Identifiers for graph names: non-identifier characters become `_`, a leading digit gets a
+    `t` in front, keywords and the generator's own names get a trailing `_`, and clashes a
+    numeric suffix. The same name always gets the same identifier."""
+
+    def __init__(self, taken: Iterable[str] = ()):
+        self.taken = set(taken) | _RESERVED
+        self.given: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        if name in self.given:
+            return self.given[name]
+        base = re.sub(r"\W", "_", name, flags=re.ASCII) or "t"
+        if base[0].isdigit():
+            base = "t" + base
+        if keyword.iskeyword(base) or base in _RESERVED:
+            base += "_"
+        ident, k = base, 2
+        while ident in self.taken:
+            ident, k = f"{base}_{k}", k + 1
+        self.taken.add(ident)
+        self.given[name] = ident
+        return ident
+
+    def fresh(self, base: str) -> str:
+        """A new identifier that no graph name maps to (a kernel's index variables)."""
+        ident, k = base, 2
+        while ident in self.taken:
+            ident, k = f"{base}_{k}", k + 1
+        self.taken.add(ident)
+        return ident
+
+
+# -- the module ------------------------------------------------------------------------------------
+
+_HEADER = '''\
+"""{title}
+
+Generated by Prism Workbench from a verified kernel graph. `run(*inputs)` takes torch tensors in
+the order {inputs} and returns {returns}. Under TRITON_INTERPRET=1 the inputs are CPU tensors.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+'''
+
+_RUNTIME = '''
+
+def _alloc(shape, dtype, device):
+    """Device memory for an intermediate or an output (every element is written before use)."""
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def _f(t):
+    return t.float()
+
+
+def _prepare(t, shape, name):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch tensor, got {type(t).__name__}")
+    if tuple(t.shape) != shape:
+        raise ValueError(f"{name} has shape {tuple(t.shape)}; this kernel was generated for "
+                         f"{shape} (optimize again for other shapes)")
+    return t.contiguous()
+'''
+
+
+class _Module:
+    def __init__(self, graph: KernelGraph, name: str):
+        self.graph = graph
+        self.name = name
+        self.names = Namer()
+        self.shapes = {t: tuple(d.value for d in s) for t, s in graph.tensors}
+
+    def build(self) -> TritonProgram:
+        g = self.graph
+        params = [self.names(t) for t in g.inputs]
+        kernels: list[KernelSource] = []
+        bodies: list[str] = []
+        launch: list[str] = []
+        for op in g.ops:
+            if op.kind in ("input", "output"):
+                continue
+            if op.kind == "customized":
+                assert op.block is not None
+                ks, body, lines = self._custom(op, op.block, len(kernels))
+                kernels.append(ks)
+                bodies.append(body)
+                launch += lines
+            else:
+                launch += self._predefined(op)
+        outs = [self.names(t) for t in g.outputs]
+        returns = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ",)"
+        sig = ", ".join(f"{p} {list(self.shapes[t])}" for p, t in zip(params, g.inputs,
+                                                                       strict=True))
+        title = f"{self.name or 'kernel'}: {len(kernels)} Triton kernel(s), {g.num_kernels} " \
+                "kernel(s) in all."
+        parts = [_HEADER.format(title=title, inputs=", ".join(params) or "()",
+                                returns=" and ".join(outs))]
+        if "_pow(" in "".join(bodies):
+            parts.append(POW_HELPER + "\n")
+        parts += [b + "\n" for b in bodies]
+        parts.append(_RUNTIME)
+        run = [f"\n\ndef run({', '.join(params)}):",
+               f'    """{self.name or "kernel"}({sig}) -> {returns}"""']
+        run += [f"    {p} = _prepare({p}, {tuple(self.shapes[t])!r}, {t!r})"
+                for p, t in zip(params, g.inputs, strict=True)]
+        first = params[0] if params else "None"
+        run.append(f"    dtype, device = {first}.dtype, {first}.device")
+        run += ["    " + line for line in launch]
+        run.append(f"    return {returns}")
+        parts.append("\n".join(run) + "\n")
+        return TritonProgram("".join(parts), tuple(kernels), tuple(g.inputs), tuple(g.outputs),
+                             self.name)
+
+    def _predefined(self, op: Op) -> list[str]:
+        template = TORCH_KERNEL.get(op.kind)
+        if template is None:
+            raise CodegenError(f"kernel op {op.kind!r} has no torch lowering")
+        args = [f"_f({self.names(t)})" for t in op.inputs]
+        expr = template.format(*args, **_attrs(op))
+        out = self.names(op.outputs[0])
+        return [f"# {op.outputs[0]} = {op.kind}({', '.join(op.inputs)}): pre-defined, in torch",
+                f"{out} = ({expr}).to(dtype)"]
+
+    def _custom(self, op: Op, bg: BlockGraph, index: int
+                ) -> tuple[KernelSource, str, list[str]]:
+        grid = tuple(evaluate(d, {}) for d in bg.grid)
+        label = self.names(op.outputs[0])
+        kname = self.names.fresh(f"kernel{index}_{label}")
+        emitter = _Kernel(self, bg, op, kname, grid)
+        body = emitter.emit()
+        lines = [f"# kernel {index}: custom kernel on grid {grid}, for-loop range "
+                 f"{evaluate(bg.forloop_range, {})}"]
+        args = []
+        for t in op.inputs:
+            args.append(self.names(t))
+        for j, t in enumerate(op.outputs):
+            var = self.names(t)
+            parts = emitter.summed_grid(j)
+            if parts:
+                lines.append(f"{var}_parts = _alloc({(*parts, *self.shapes[t])!r}, "
+                             "torch.float32, device)")
+                args.append(f"{var}_parts")
+            else:
+                lines.append(f"{var} = _alloc({self.shapes[t]!r}, dtype, device)")
+                args.append(var)
+        lines.append(f"{kname}[{grid!r}]({', '.join(args)}, num_warps={NUM_WARPS})")
+        for j, t in enumerate(op.outputs):
+            parts = emitter.summed_grid(j)
+            if parts:
+                var = self.names(t)
+                dims = tuple(range(len(parts)))
+                lines.append(f"{var} = {var}_parts.sum(dim={dims!r}).to(dtype)  "
+                             "# blocks of the summed grid dims add up")
+        sig = tuple((a, "*fp32" if a.endswith("_parts_ptr") else "*fp16")
+                    for a in emitter.arg_names)
+        return KernelSource(kname, grid, sig, op.outputs[0]), body, lines
+
+
+def _attrs(op: Op) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in op.attr.items():
+        if k in ("dim", "dimx"):
+            out[k] = int(v)
+        elif k == "scalar":
+            out[k] = float(v)
+    return out
+
+
+def _pad(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+def _bcast(rank: int, d: int) -> str:
+    if rank == 1:
+        return ""
+    return "[" + ", ".join(":" if k == d else "None" for k in range(rank)) + "]"
+
+
+def _rows(m: Map) -> list[int]:
+    return [next((d for d, e in enumerate(row) if e.value == 1), -1) for row in m.rows]
+
+
+@dataclass
+class _Val:
+    var: str
+    shape: tuple[int, ...]          # true tile shape
+    padded: tuple[int, ...]
+    native: bool = False            # still in the input's dtype (a loaded tile), not fp32
+    clean: bool = True              # padded lanes hold 0
+    invariant: bool = False         # the same in every loop iteration
+
+    @property
+    def f32(self) -> str:
+        return f"{self.var}.to(tl.float32)" if self.native else self.var
+
+
+@dataclass
+class _Kernel:
+    module: _Module
+    bg: BlockGraph
+    op: Op
+    name: str
+    grid: tuple[int, ...]
+    names: Namer = field(init=False)
+    vals: dict[str, _Val] = field(default_factory=dict)
+    arg_names: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.names = Namer()
+        self.loops = evaluate(self.bg.forloop_range, {})
+        self.tiles = {t: tuple(d.value for d in s) for t, s in self.bg.tensors}
+
+    # data and partial sums
+    def summed_grid(self, j: int) -> tuple[int, ...]:
+        omap = _rows(self.bg.output_ops[j].attr["omap"])
+        return tuple(self.grid[p] for p in range(len(self.grid))
+                     if omap[p] < 0 and self.grid[p] > 1)
+
+    def emit(self) -> str:
+        bg, op = self.bg, self.op
+        in_ptr = [self.names(f"{self.module.names(t)}_ptr") for t in op.inputs]
+        out_ptr = []
+        for j, t in enumerate(op.outputs):
+            suffix = "_parts_ptr" if self.summed_grid(j) else "_ptr"
+            out_ptr.append(self.names(f"{self.module.names(t)}{suffix}"))
+        self.arg_names = in_ptr + out_ptr
+        doc = (f"block graph of {op.outputs[0]}: grid {self.grid}, for-loop range {self.loops}; "
+               + "; ".join(f"{t} tile {list(self.tiles[t])}" for t in bg.inputs + bg.outputs))
+        head = ["@triton.jit", f"def {self.name}({', '.join(in_ptr + out_ptr)}):",
+                f'    """{doc}"""']
+        head += [f"    pid{p} = tl.program_id({p})" for p in range(len(self.grid))
+                 if self.grid[p] > 1]
+        post = bg.after_accum
+        pre: list[str] = []       # hoisted above the loop
+        loop: list[str] = []
+        after: list[str] = []
+        for bop in bg.ops:
+            if bop.kind == "input":
+                j = bg.input_ops.index(bop)
+                lines, val = self._load(bop, in_ptr[j], op.inputs[j])
+                (pre if val.invariant else loop).extend(lines)
+            elif bop.kind == "output":
+                j = bg.output_ops.index(bop)
+                after += self._store(bop, out_ptr[j], op.outputs[j], j)
+            elif OPS[bop.kind].category == "accum":
+                init, step, finish = self._accumulate(bop)
+                pre += init
+                loop += step
+                after += finish
+            else:
+                lines, val = self._compute(bop)
+                if bop.outputs[0] in post:
+                    after += lines
+                elif val.invariant:
+                    pre += lines
+                else:
+                    loop += lines
+        body = head + _indent(pre, 1)
+        if self.loops > 1:
+            body += [f"    for i in range({self.loops}):", *_indent(loop, 2)]
+        else:
+            body += _indent(loop, 1)
+        body += _indent(after, 1)
+        return "\n".join(body) + "\n"
+
+    # loads and stores
+    def _position(self, rows: list[int], d: int, loop: bool) -> str:
+        """Which part of data dim d this block (and iteration) holds, as an expression."""
+        pos = ""
+        for p, dd in enumerate(rows):
+            if dd != d or self.grid[p] == 1:
+                continue
+            pos = f"pid{p}" if not pos else f"({pos}) * {self.grid[p]} + pid{p}"
+        if loop and self.loops > 1:
+            pos = "i" if not pos else f"({pos}) * {self.loops} + i"
+        return pos
+
+    def _offsets(self, var: str, data: tuple[int, ...], tile: tuple[int, ...],
+                 positions: list[str]) -> tuple[list[str], str, str | None]:
+        rank = len(tile)
+        strides = [math.prod(data[d + 1:]) for d in range(rank)]
+        padded = tuple(_pad(n) for n in tile)
+        lines, terms, masks = [], [], []
+        for d in range(rank):
+            lane = f"tl.arange(0, {padded[d]})"
+            offs = f"{positions[d]} * {tile[d]} + {lane}" if positions[d] else lane
+            idx = self.names.fresh(f"{var}_{d}")
+            lines.append(f"{idx} = {offs}")
+            terms.append(f"{idx}{_bcast(rank, d)}" + (f" * {strides[d]}" if strides[d] != 1
+                                                      else ""))
+            if padded[d] != tile[d]:
+                masks.append(f"({lane} < {tile[d]}){_bcast(rank, d)}")
+        return lines, " + ".join(terms), " & ".join(masks) or None
+
+    def _load(self, bop: Op, ptr: str, source: str) -> tuple[list[str], _Val]:
+        name = bop.outputs[0]
+        var = self.names(self.module.names(name))
+        tile = self.tiles[name]
+        data = self.module.shapes[source]
+        imap, fmap = _rows(bop.attr["imap"]), _rows(bop.attr["fmap"])[0]
+        positions = [self._position(imap, d, fmap == d) for d in range(len(tile))]
+        lines, addr, mask = self._offsets(var, data, tile, positions)
+        masked = f", mask={mask}, other=0.0" if mask else ""
+        lines.insert(0, f"# {name}: tile {list(tile)} of {source} {list(data)}, imap "
+                        f"{bop.attr['imap']}, fmap {bop.attr['fmap']}")
+        lines.append(f"{var} = tl.load({ptr} + {addr}{masked})")
+        val = _Val(var, tile, tuple(_pad(n) for n in tile), native=True,
+                   invariant=fmap < 0 or self.loops == 1)
+        self.vals[name] = val
+        return lines, val
+
+    def _store(self, bop: Op, ptr: str, target: str, j: int) -> list[str]:
+        name = bop.inputs[0]
+        val = self.vals[name]
+        data = self.module.shapes[target]
+        omap = _rows(bop.attr["omap"])
+        positions = [self._position(omap, d, False) for d in range(len(val.shape))]
+        var = self.names.fresh(f"{self.module.names(target)}_out")
+        lines, addr, mask = self._offsets(var, data, val.shape, positions)
+        summed = [p for p in range(len(self.grid)) if omap[p] < 0 and self.grid[p] > 1]
+        if summed:
+            # Partial tiles go to buffer [g_p for each summed p, *data]; the launcher adds them.
+            size, lead = math.prod(data), ""
+            for k, p in enumerate(summed):
+                stride = size * math.prod(self.grid[q] for q in summed[k + 1:])
+                lead += f"pid{p} * {stride} + "
+            addr = lead + addr
+        masked = f", mask={mask}" if mask else ""
+        head = f"# store {name} into {target} {list(data)}, omap {bop.attr['omap']}"
+        if summed:
+            head += " (partial tiles: the blocks along grid dims " \
+                    f"{', '.join('xyz'[p] for p in summed)} are summed by the launcher)"
+        return [head, *lines,
+                f"tl.store({ptr} + {addr}, {val.f32}.to({ptr}.dtype.element_ty){masked})"]
+
+    # compute
+    def _zeroed(self, val: _Val) -> str:
+        """`val` with every padded lane 0 (fp32)."""
+        if val.clean or val.padded == val.shape:
+            return val.f32
+        rank = len(val.shape)
+        mask = " & ".join(f"(tl.arange(0, {p}) < {n}){_bcast(rank, d)}"
+                          for d, (n, p) in enumerate(zip(val.shape, val.padded, strict=True))
+                          if n != p)
+        return f"tl.where({mask}, {val.f32}, 0.0)"
+
+    def _new(self, name: str, operands: Sequence[_Val], clean: bool) -> _Val:
+        shape = self.tiles[name]
+        return _Val(self.names(self.module.names(name)), shape, tuple(_pad(n) for n in shape),
+                    clean=clean, invariant=all(v.invariant for v in operands))
+
+    def _compute(self, bop: Op) -> tuple[list[str], _Val]:
+        xs = [self.vals[t] for t in bop.inputs]
+        name = bop.outputs[0]
+        comment = f"# {name} = {bop.kind}({', '.join(bop.inputs)})" + (
+            f" {_attrs(bop)}" if _attrs(bop) else "")
+        clean = bop.kind in KEEPS_ZERO and all(v.clean for v in xs)
+        if bop.kind == "matmul":
+            return self._matmul(bop, xs, comment)
+        if bop.kind in ("sum", "mean", "rms_norm"):
+            clean = True
+        val = self._new(name, xs, clean)
+        kind, rank = bop.kind, len(xs[0].shape)
+        if kind in TRITON_ELEMENTWISE:
+            expr = TRITON_ELEMENTWISE[kind].format(*[v.f32 for v in xs], **_attrs(bop))
+        elif kind in ("sum", "mean"):
+            d = int(bop.attr["dim"])
+            expr = f"tl.sum({self._zeroed(xs[0])}, axis={d}, keep_dims=True)"
+            if kind == "mean":
+                expr += f" / {xs[0].shape[d]}.0"
+        elif kind == "rms_norm":
+            z = self._zeroed(xs[0])
+            ms = f"tl.sum({z} * {z}, axis={rank - 1}, keep_dims=True) / {xs[0].shape[-1]}.0"
+            expr = f"{xs[0].f32} / tl.sqrt({ms})"
+            val.clean = False        # a padded row is 0/0
+        else:
+            raise CodegenError(f"block op {kind!r} has no Triton lowering")
+        self.vals[name] = val
+        return [comment, f"{val.var} = {expr}"], val
+
+    def _matmul(self, bop: Op, xs: list[_Val], comment: str) -> tuple[list[str], _Val]:
+        a, b = xs
+        val = self._new(bop.outputs[0], xs, clean=True)
+        rank = len(a.shape)
+        pm, pk, pn = a.padded[-2], a.padded[-1], b.padded[-1]
+        batch = a.padded[:-2]
+        za, zb = self._zeroed(a), self._zeroed(b)
+        both_native = a.native and b.native and a.clean and b.clean
+        if min(pm, pk, pn) >= MIN_DOT:
+            if not both_native:
+                za, zb = _as_f32(za), _as_f32(zb)
+            nb = math.prod(batch)
+            if rank == 2 or (rank == 3 and nb > 1):
+                expr = f"tl.dot({za}, {zb})"
+            else:
+                lead = (nb,) if nb > 1 else ()
+                expr = (f"tl.reshape(tl.dot(tl.reshape({za}, {(*lead, pm, pk)!r}), "
+                        f"tl.reshape({zb}, {(*lead, pk, pn)!r})), {val.padded!r})")
+        else:
+            # Σ_k a[..., m, k] · b[..., k, n] as a broadcast product and a sum (dims < 16).
+            expr = (f"tl.sum(tl.expand_dims({_as_f32(za)}, {rank}) * "
+                    f"tl.expand_dims({_as_f32(zb)}, {rank - 2}), axis={rank - 1})")
+        self.vals[bop.outputs[0]] = val
+        return [comment, f"{val.var} = {expr}"], val
+
+    def _accumulate(self, bop: Op) -> tuple[list[str], list[str], list[str]]:
+        (x,) = [self.vals[t] for t in bop.inputs]
+        name = bop.outputs[0]
+        val = self._new(name, [x], clean=True)
+        val.invariant = False
+        kind, rank = bop.kind, len(x.shape)
+        init = [f"# {name} = {kind}({bop.inputs[0]}): fp32 accumulator over the for-loop",
+                f"{val.var} = tl.zeros({val.padded!r}, dtype=tl.float32)"]
+        if kind == "nored":
+            step = x.f32
+            val.clean = x.clean
+        elif kind in ("red_ld_sum", "red_ld_mean"):
+            step = f"tl.sum({self._zeroed(x)}, axis={rank - 1}, keep_dims=True)"
+        elif kind == "red_ld_rms":
+            z = self._zeroed(x)
+            step = f"tl.sum({z} * {z}, axis={rank - 1}, keep_dims=True)"
+        elif kind == "redtox_ld_sum":
+            dimx = int(bop.attr["dimx"])
+            width = x.shape[-1]
+            if x.padded[-1] != width or _pad(dimx) != dimx:
+                raise CodegenError(f"redtox_ld_sum of {bop.inputs[0]} needs power-of-two widths "
+                                   f"(tile width {width}, dimx {dimx}); choose other tile sizes")
+            chunks = (*x.padded[:-1], width // dimx, dimx)
+            step = f"tl.sum(tl.reshape({self._zeroed(x)}, {chunks!r}), axis={rank - 1})"
+        else:
+            raise CodegenError(f"accumulator {kind!r} has no Triton lowering")
+        width = x.shape[-1] * self.loops
+        finish: list[str] = []
+        if kind == "red_ld_mean":
+            finish = [f"{val.var} = {val.var} / {width}.0  # mean over {width} elements a row"]
+        elif kind == "red_ld_rms":
+            finish = [f"{val.var} = tl.sqrt({val.var} / {width}.0)  # rms over {width} "
+                      "elements a row"]
+        self.vals[name] = val
+        return init, [f"{val.var} += {step}  # {name}"], finish
+
+
+def _as_f32(expr: str) -> str:
+    return expr if expr.endswith(".to(tl.float32)") or expr.startswith("tl.where") \
+        else f"{expr}.to(tl.float32)"
+
+
+def _indent(lines: list[str], level: int) -> list[str]:
+    pad = "    " * level
+    return [pad + line for line in lines]

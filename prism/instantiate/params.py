@@ -1,0 +1,109 @@
+"""Parameter instantiation: candidate grid sizes and loop ranges for a verified sGraph.
+
+A verified candidate has concrete maps and symbolic sizes (every grid dim and loop range a
+variable). Its concrete kernels are the assignments of those variables, chosen as Prism's auto
+tuner does (REFERENCE.md §1.7), for whatever shapes the graph has:
+
+1. for each variable, n = gcd of the data dims it divides (every tile dim `D / (… var …)`);
+2. if n ≤ 64, the powers of two dividing n; else, for a loop range, n/256 (at least 1) doubled
+   while ≤ n/16, and for a grid size n/512 (at least 1) doubled while ≤ n/8 — keeping divisors of
+   n; a variable that divides no dim is 1;
+3. the Cartesian product filtered by the spec (exact divisibility, every shape well formed) and
+   the device limits (Π grid ≤ max blocks, shared memory at 2 bytes per element, matmul tiles);
+4. at most `limit` survivors, evenly spaced.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from prism.ir.dims import Dim, evaluate
+from prism.ir.graph import KernelGraph
+from prism.ir.spec import problems
+from prism.search.audit import within_limits
+from prism.search.hardware import Device
+
+MAX_CONFIGS = 20
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    role: str        # "grid" or "loop"
+    n: int           # gcd of the data dims it divides (0: divides none)
+
+    def candidates(self) -> list[int]:
+        n = self.n
+        if n <= 1:
+            return [1]
+        if n <= 64:
+            return [v for v in _powers(n) if n % v == 0]
+        start, stop = (max(1, n // 256), n // 16) if self.role == "loop" else \
+                      (max(1, n // 512), n // 8)
+        out, v = [], start
+        while v <= stop:
+            if n % v == 0:
+                out.append(v)
+            v *= 2
+        return out or [1]
+
+
+def _powers(n: int) -> Iterator[int]:
+    v = 1
+    while v <= n:
+        yield v
+        v *= 2
+
+
+def variables(graph: KernelGraph) -> list[Variable]:
+    """The graph's size variables, grid sizes first then loop ranges, each with its n."""
+    roles: dict[str, str] = {}
+    for _, bg in graph.iter_blocks():
+        for g in bg.grid:
+            for v in g.free_vars():
+                roles.setdefault(v, "grid")
+        for v in bg.forloop_range.free_vars():
+            roles.setdefault(v, "loop")
+    divided: dict[str, list[int]] = {v: [] for v in roles}
+    ones = dict.fromkeys(graph.free_vars(), 1)
+    for _, bg in graph.iter_blocks():
+        for _, shape in bg.tensors:
+            for d in shape:
+                _collect(d, divided, ones)
+    order = sorted(roles, key=lambda v: (roles[v] != "grid", v))
+    return [Variable(v, roles[v], math.gcd(*divided[v]) if divided[v] else 0) for v in order]
+
+
+def _collect(d: Dim, divided: dict[str, list[int]], ones: dict[str, int]) -> None:
+    names = d.free_vars() & divided.keys()
+    if not names:
+        return
+    whole = evaluate(d, ones)       # the data dim: every size 1 (maps are concrete)
+    for v in names:
+        divided[v].append(whole)
+
+
+def assignments(graph: KernelGraph, device: Device | None = None,
+                limit: int = MAX_CONFIGS) -> list[dict[str, int]]:
+    """Up to `limit` feasible assignments of the graph's size variables, evenly spaced over all
+    feasible ones (a concrete graph has one: the empty assignment)."""
+    device = device or Device()
+    vs = variables(graph)
+    if not vs:
+        return [{}] if not problems(graph) else []
+    feasible = []
+    for combo in itertools.product(*[v.candidates() for v in vs]):
+        env = {v.name: c for v, c in zip(vs, combo, strict=True)}
+        if not problems(graph, env) and within_limits(graph, env, device):
+            feasible.append(env)
+    return spaced(feasible, limit)
+
+
+def spaced(items: list[dict[str, int]], limit: int) -> list[dict[str, int]]:
+    if len(items) <= limit:
+        return items
+    step = (len(items) - 1) / (limit - 1) if limit > 1 else 0
+    return [items[round(k * step)] for k in range(limit)]

@@ -1,0 +1,253 @@
+"""`superoptimize`: the whole pipeline, stage by stage (a table of contents).
+
+    result = prism.superoptimize("rmsnorm_matmul", device="h100", measure="model", budget_s=120)
+    result.best.triton_source; result.best.latency_us; result.best.latency_kind; result.trace
+
+1. **search**     symbolic search and verification (`prism.search`), or a symbolic checkpoint
+                  re-instantiated at this program's shapes;
+2. **instantiate** grid sizes and loop ranges for every verified sGraph
+                  (`prism.instantiate.params`); the input program itself is always a candidate
+                  too, so a search that finds nothing still leaves a kernel (labelled as such);
+3. **tune**       screen every configuration with the cost model, generate and compile the best in
+                  parallel, measure them with the chosen backend (`prism.tune`);
+4. **check**      run the winner in Triton's interpreter (or on the GPU) against the float64
+                  interpreter and the workload's torch reference;
+5. **write**      `kernel.py`, `kernel.ptx`, `trace.jsonl`, `report.html` and `result.json` into
+                  the output folder, when one is given.
+
+Every stage is a `StageStarted`/`StageFinished` pair on the trace; every decision inside is an
+event. The budget is shared: the search gets most of it, tuning what the search leaves.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from prism.cost import eager_us, get_device, roofline_us
+from prism.errors import PrismError
+from prism.frontend.workload import Workload
+from prism.ir.graph import KernelGraph
+from prism.search import SearchConfig, SearchResult, search
+from prism.trace import Event, JsonlWriter, Tracer
+from prism.tune import Config, ResultDB, TuningResult, make_backend, tune
+from prism.verify.equiv import Verdict
+
+SEARCH_SHARE = 0.75        # of the budget; tuning and checking get the rest
+MAX_CHECK_STEPS = 8192     # blocks × loop iterations the interpreter runs for the final check
+INPUT_PROGRAM = "input"    # the candidate id of the user's own program
+
+
+@dataclass
+class BestKernel:
+    candidate: str
+    config: str
+    graph: KernelGraph                  # concrete
+    params: dict[str, int]
+    latency_us: float
+    latency_kind: str
+    modeled_us: float
+    roofline_us: float
+    verdict: Verdict | None             # None for the input program (equivalent by identity)
+    triton_source: str
+    ptx: dict[str, str]
+    check: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_kernels(self) -> int:
+        return self.graph.num_kernels
+
+    def to_json(self) -> dict[str, Any]:
+        verdict = "equivalent" if self.verdict is None else self.verdict.verdict
+        return {"candidate": self.candidate, "config": self.config,
+                "latency_us": round(self.latency_us, 4), "latency_kind": self.latency_kind,
+                "modeled_us": round(self.modeled_us, 4), "roofline_us": round(self.roofline_us, 4),
+                "num_kernels": self.num_kernels,
+                "num_custom_kernels": len(self.graph.custom_ops), "verdict": verdict,
+                "proof": ("identity (the input program)" if self.verdict is None else
+                          f"{self.verdict.method}, {self.verdict.proof_steps} steps, "
+                          f"{self.verdict.sizes or 'concrete'} sizes"),
+                "params": self.params, "check": self.check}
+
+
+@dataclass
+class OptimizeResult:
+    target: str
+    device: str
+    measure: str
+    graph: KernelGraph
+    search: SearchResult | None
+    tuning: TuningResult | None
+    best: BestKernel | None
+    eager_us: float
+    roofline_us: float
+    trace: list[Event]
+    seconds: float = 0.0
+    files: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        best = self.best.to_json() if self.best else None
+        speedup = (self.eager_us / self.best.modeled_us) if self.best else None
+        return {"target": self.target, "device": self.device, "measure": self.measure,
+                "seconds": round(self.seconds, 3), "best": best,
+                "baseline": {"eager_latency_us": round(self.eager_us, 4),
+                             "eager_latency_kind": "modeled",
+                             "roofline_us": round(self.roofline_us, 4),
+                             "modeled_speedup_vs_eager": round(speedup, 3) if speedup else None},
+                "search": self.search.summary() if self.search else None,
+                "tuning": self.tuning.summary() if self.tuning else None,
+                "trials": [t.to_json() for t in self.tuning.finalists] if self.tuning else [],
+                "files": self.files, **({"notes": self.notes} if self.notes else {})}
+
+
+def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
+                  budget_s: float = 600.0, out: str | Path | None = None,
+                  search_config: SearchConfig | None = None, checkpoint: str | Path | None = None,
+                  max_trials: int = 8, tracer: Tracer | None = None,
+                  cancel: threading.Event | None = None, db: ResultDB | None = None,
+                  label: str | None = None) -> OptimizeResult:
+    """Optimize `target` (a workload name, `path.py:function`, a `Workload`, a `KernelGraph` or a
+    builder `Graph`) for `device`, measuring with `measure` (`model`, `interpret` or `cuda`)."""
+    started = time.perf_counter()
+    graph, workload, name = _resolve(target)
+    name = label or name
+    spec = get_device(device)
+    backend = make_backend(measure, spec)
+    if not budget_s > 0:
+        raise PrismError(f"the budget is {budget_s} s; give a positive time, e.g. --budget 120")
+    tracer = tracer or Tracer()
+    writer = None
+    folder = Path(out) if out is not None else None
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        writer = JsonlWriter(folder / "trace.jsonl")
+        tracer.subscribe(writer)
+    result = OptimizeResult(name, spec.name, measure, graph, None, None, None,
+                            eager_us(graph, spec), roofline_us(graph, spec), [])
+    try:
+        with tracer.stage("search") as summary:
+            result.search = _search(graph, name, search_config, budget_s * SEARCH_SHARE,
+                                    checkpoint, tracer, cancel)
+            summary.update(result.search.summary())
+            result.notes += result.search.notes
+        with tracer.stage("instantiate") as summary:
+            configs = instantiate(graph, result.search)
+            summary.update({"configs": len(configs),
+                            "candidates": len({c.candidate for c in configs})})
+        with tracer.stage("tune") as summary:
+            left = max(30.0, budget_s - (time.perf_counter() - started))
+            result.tuning = tune(configs, backend, spec, tracer=tracer, max_trials=max_trials,
+                                 db=db, budget_s=left, cancel=cancel)
+            summary.update(result.tuning.summary())
+        with tracer.stage("check") as summary:
+            result.best = _best(result, spec)
+            if result.best is not None:
+                result.best.check = check_best(result.best, workload, measure)
+                summary.update(result.best.check)
+        if folder is not None:
+            with tracer.stage("write") as summary:
+                from prism.report import write_outputs
+                result.files = write_outputs(result, folder)
+                summary.update(result.files)
+    finally:
+        if writer is not None:
+            writer.close()
+    result.trace = list(tracer.events)
+    result.seconds = time.perf_counter() - started
+    if folder is not None:
+        from prism.report import write_result_json
+        write_result_json(result, folder)
+    return result
+
+
+def _resolve(target: Any) -> tuple[KernelGraph, Workload | None, str]:
+    from prism.frontend.builder import Graph
+    if isinstance(target, Workload):
+        return target.graph, target, target.name
+    if isinstance(target, KernelGraph):
+        return target, None, target.name or "graph"
+    if isinstance(target, Graph):
+        g = target.build()
+        return g, None, g.name or "graph"
+    if isinstance(target, str):
+        from prism.targets import resolve
+        (found,) = resolve(target)[:1]
+        return found.graph, found.workload, found.label
+    raise PrismError(f"cannot optimize a {type(target).__name__}; pass a workload name, "
+                     "path.py:function, a Workload, a KernelGraph or a prism.Graph")
+
+
+def search_config_for(graph: KernelGraph, budget_s: float) -> SearchConfig:
+    """Prism's caps with two changes that fit the search to the program:
+
+    - the block vocabulary is the ops the program uses, plus `div` and `mul` (what norms and
+      gates decompose into): an op the program never applies can only help through an identity
+      the abstract-expression rule would have to find, and the full vocabulary multiplies the
+      families (ntrans: no complete family in 300 s with all twelve ops, candidates with these);
+    - a block may read every input of the program (Prism's 3 would make one fused kernel
+      impossible for a program with 4 inputs, such as LoRA).
+
+    Pass a `SearchConfig` (or `--block-ops` on the command line) to search more widely."""
+    from prism.search.config import BLOCK_OPS
+    used = {op.kind for op in graph.ops} | {"div", "mul"}
+    return SearchConfig(budget_s=budget_s, max_block_inputs=max(3, len(graph.inputs)),
+                        block_ops=tuple(op for op in BLOCK_OPS if op in used))
+
+
+def _search(graph: KernelGraph, name: str, config: SearchConfig | None, budget_s: float,
+            checkpoint: str | Path | None, tracer: Tracer,
+            cancel: threading.Event | None) -> SearchResult:
+    from prism.search.checkpoint import load_checkpoint, reinstantiate, save_checkpoint
+    config = replace(config, budget_s=min(config.budget_s, budget_s)) if config else \
+        search_config_for(graph, budget_s)
+    path = Path(checkpoint) if checkpoint is not None else None
+    if path is not None and path.exists():
+        return reinstantiate(load_checkpoint(path), graph, config, tracer=tracer, label=name)
+    result = search(graph, config, tracer=tracer, cancel=cancel, label=name)
+    if path is not None:
+        save_checkpoint(result, graph, path)
+    return result
+
+
+def instantiate(graph: KernelGraph, result: SearchResult | None) -> list[Config]:
+    """Every verified candidate at each of its feasible parameter assignments, and the input
+    program itself."""
+    from prism.instantiate.params import assignments
+    configs = [Config(INPUT_PROGRAM, graph, ())]
+    for cand in result.equivalent if result else []:
+        for env in assignments(cand.graph):
+            configs.append(Config(cand.id, cand.graph, tuple(sorted(env.items()))))
+    return configs
+
+
+def _best(result: OptimizeResult, spec: Any) -> BestKernel | None:
+    assert result.tuning is not None
+    trial = result.tuning.best
+    if trial is None or trial.program is None:
+        return None
+    verdicts = {c.id: c.verdict for c in result.search.candidates} if result.search else {}
+    concrete = trial.config.concrete()
+    return BestKernel(trial.config.candidate, trial.config.id, concrete,
+                      dict(trial.config.params), trial.latency_us, trial.kind, trial.modeled_us,
+                      roofline_us(concrete, spec), verdicts.get(trial.config.candidate),
+                      trial.program.source, trial.ptx)
+
+
+def check_best(best: BestKernel, workload: Workload | None, measure: str) -> dict[str, Any]:
+    """The winner against the float64 interpreter of its graph and, for a workload, its torch
+    reference (`prism.tune.backends.check_kernel`); large kernels are not interpreted (the
+    interpreter costs ~1.7 ms a block step)."""
+    from prism.tune.backends import check_kernel
+    steps = sum(math.prod(g.value for g in bg.grid) * bg.forloop_range.value
+                for _, bg in best.graph.iter_blocks())
+    if measure != "cuda" and steps > MAX_CHECK_STEPS:
+        return {"checked": False, "reason": f"{steps} block steps are too many to interpret "
+                f"(limit {MAX_CHECK_STEPS}); the kernel family was checked at small sizes"}
+    arrays = workload.random_inputs(0) if workload is not None else None
+    return check_kernel(best.graph, best.triton_source, arrays,
+                        workload.reference if workload is not None else None)

@@ -1,0 +1,224 @@
+"""The tuner: concrete kernels from verified sGraphs, compiled in parallel and measured.
+
+    result = tune(configs, backend, device=get_device("h100"), tracer=tracer)
+
+1. **screen**: every configuration (candidate × parameter assignment) is modeled — cheap, and
+   the only ranking that means anything without a GPU. Each is an `Instantiated` and a
+   `Measured(kind="modeled")` event.
+2. **finalists**: the best `max_trials` by model get Triton code and are compiled for sm_90 in
+   parallel worker processes; as each compile finishes, its kernel is measured by the backend
+   (one at a time, as on a GPU) and a `Measured` event carries the number and its kind.
+   A configuration that fails to generate, compile or run scores `inf` — it is reported, it never
+   stops the run.
+3. the best finalist wins: by the backend's latency, except that interpreted timings rank nothing
+   (they are CPU wall times), so the interpreter's finalists are ranked by the model.
+
+Measurements are cached in a `ResultDB` under a key holding everything that can invalidate them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from prism.cost import DeviceSpec, modeled
+from prism.errors import PrismError
+from prism.instantiate.codegen import TritonProgram, generate
+from prism.ir.graph import KernelGraph
+from prism.ir.serialize import graph_to_json
+from prism.ir.spec import substitute_graph
+from prism.trace import Instantiated, Measured, Tracer
+from prism.tune.backends import Backend
+from prism.tune.database import ResultDB, result_key, source_version
+
+MAX_TRIALS = 8
+
+
+@dataclass(frozen=True)
+class Config:
+    """One concrete kernel to try: a verified candidate and an assignment of its sizes."""
+
+    candidate: str
+    graph: KernelGraph                      # the candidate (sizes may be symbolic)
+    params: tuple[tuple[str, int], ...]     # sorted (variable, value)
+
+    @property
+    def id(self) -> str:
+        inside = ",".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.candidate}[{inside}]"
+
+    def concrete(self) -> KernelGraph:
+        return substitute_graph(self.graph, dict(self.params)) if self.params else self.graph
+
+
+@dataclass
+class Trial:
+    config: Config
+    modeled_us: float
+    latency_us: float = math.inf
+    kind: str = "modeled"
+    error: str | None = None
+    program: TritonProgram | None = None
+    ptx: dict[str, str] = field(default_factory=dict)
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and math.isfinite(self.latency_us)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.config.id, "candidate": self.config.candidate,
+                "params": dict(self.config.params), "modeled_us": _num(self.modeled_us),
+                "latency_us": _num(self.latency_us), "kind": self.kind, "error": self.error,
+                "cached": self.cached}
+
+
+def _num(x: float) -> float | None:
+    return round(x, 4) if math.isfinite(x) else None
+
+
+@dataclass
+class TuningResult:
+    screened: list[Trial]               # every configuration, modeled
+    finalists: list[Trial]              # compiled and measured by the backend
+    backend: str
+    kind: str
+    seconds: float = 0.0
+    stopped: str | None = None          # why tuning ended early (budget, cancel), if it did
+
+    @property
+    def best(self) -> Trial | None:
+        ok = [t for t in self.finalists if t.ok]
+        if not ok:
+            return None
+        rank: Callable[[Trial], float] = (
+            (lambda t: t.modeled_us) if self.kind == "interpreted" else (lambda t: t.latency_us))
+        return min(ok, key=lambda t: (rank(t), t.config.id))
+
+    def summary(self) -> dict[str, Any]:
+        return {"backend": self.backend, "kind": self.kind, "screened": len(self.screened),
+                "finalists": len(self.finalists),
+                "failed": sum(1 for t in self.finalists if not t.ok),
+                "best": self.best.config.id if self.best else None,
+                "seconds": round(self.seconds, 3),
+                **({"stopped": self.stopped} if self.stopped else {})}
+
+
+def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
+         tracer: Tracer | None = None, max_trials: int = MAX_TRIALS, compile_ptx: bool = True,
+         workers: int | None = None, db: ResultDB | None = None, budget_s: float | None = None,
+         cancel: threading.Event | None = None) -> TuningResult:
+    tracer = tracer or Tracer()
+    started = time.perf_counter()
+    screened = [_screen(c, device, tracer) for c in configs]
+    ranked = sorted((t for t in screened if math.isfinite(t.modeled_us)),
+                    key=lambda t: (t.modeled_us, t.config.id))
+    finalists = ranked[:max_trials]
+    result = TuningResult(screened, finalists, backend.name, backend.kind)
+    context = _context(backend, device)
+
+    def out_of_time() -> str | None:
+        if cancel is not None and cancel.is_set():
+            return "cancelled"
+        if budget_s is not None and time.perf_counter() - started > budget_s:
+            return "budget"
+        return None
+
+    workers = workers or max(1, min(4, os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: dict[Future[None], Trial] = {
+            pool.submit(_build, t, compile_ptx): t for t in finalists}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                trial = pending.pop(fut)
+                stop = out_of_time()
+                if stop:
+                    result.stopped = stop
+                    trial.error = trial.error or f"not measured: tuning stopped ({stop})"
+                else:
+                    _measure(trial, backend, device, db, context)
+                tracer.emit(Measured(trial.config.id, trial.config.candidate,
+                                     _params_json(trial), trial.latency_us, trial.kind,
+                                     device.name))
+            if result.stopped:
+                for f in pending:
+                    f.cancel()
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _params_json(trial: Trial) -> dict[str, Any]:
+    out: dict[str, Any] = dict(trial.config.params)
+    if trial.error:
+        out["error"] = trial.error
+    return out
+
+
+def _screen(config: Config, device: DeviceSpec, tracer: Tracer) -> Trial:
+    tracer.emit(Instantiated(config.id, config.candidate, dict(config.params)))
+    try:
+        latency = modeled(config.concrete(), device).latency_us
+    except PrismError as e:
+        trial = Trial(config, math.inf, error=str(e))
+    else:
+        trial = Trial(config, latency, latency_us=latency)
+    tracer.emit(Measured(config.id, config.candidate, _params_json(trial), trial.modeled_us,
+                         "modeled", device.name))
+    trial.latency_us = math.inf
+    return trial
+
+
+def _build(trial: Trial, compile_ptx: bool) -> None:
+    """Generate the module and compile it (runs in a worker thread; compiling runs in a
+    subprocess, so workers compile in parallel)."""
+    from prism.instantiate.triton_backend import compile_ptx as compile_program
+    try:
+        trial.program = generate(trial.config.concrete(), name=trial.config.id)
+        if compile_ptx:
+            trial.ptx = {c.kernel: c.ptx for c in compile_program(trial.program)}
+    except PrismError as e:
+        trial.error = str(e)
+
+
+def _context(backend: Backend, device: DeviceSpec) -> dict[str, Any]:
+    ctx: dict[str, Any] = {"backend": backend.name, "device": device.name,
+                           "model": source_version("prism.cost.model", "prism.cost.devices")}
+    if backend.name != "model":
+        from prism.instantiate.triton_backend import versions
+        ctx.update(versions(), codegen=source_version("prism.instantiate.codegen",
+                                                       "prism.instantiate.lowering"))
+    return ctx
+
+
+def _measure(trial: Trial, backend: Backend, device: DeviceSpec, db: ResultDB | None,
+             context: dict[str, Any]) -> None:
+    trial.kind = backend.kind
+    if trial.error is not None:
+        return
+    key = result_key(graph=graph_to_json(trial.config.concrete()), **context,
+                     source=trial.program.source if trial.program else None)
+    hit = db.get(key) if db is not None else None
+    if hit is not None:
+        trial.latency_us = float(hit["latency_us"])
+        trial.error = hit.get("error")
+        trial.cached = True
+        return
+    try:
+        trial.latency_us = (trial.modeled_us if backend.name == "model"
+                            else backend.measure(trial.config.concrete(), trial.program))
+    except PrismError as e:
+        trial.error = str(e)
+    except Exception as e:  # a kernel crashing in Triton or torch scores inf; keep going
+        trial.error = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}"
+    if trial.error is not None:
+        trial.latency_us = math.inf
+    if db is not None:
+        db.put(key, {"config": trial.config.id, "latency_us": trial.latency_us,
+                     "kind": trial.kind, "error": trial.error})
