@@ -1,0 +1,140 @@
+"""The tuner: screening by the model, finalists compiled and measured, failures scored inf, the
+result database, cancellation; and the backends' labels."""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+
+import pytest
+
+from prism.cost import get_device, modeled
+from prism.errors import PrismError
+from prism.instantiate.params import assignments
+from prism.trace import Instantiated, Measured, Tracer
+from prism.tune import Config, MeasureError, ResultDB, make_backend, tune
+from prism.tune.backends import InterpretBackend, ModelBackend
+
+H100 = get_device("h100")
+
+
+def configs_of(cases, name, limit=None):
+    out = []
+    for cand in cases.searched(name).equivalent:
+        for env in assignments(cand.graph):
+            out.append(Config(cand.id, cand.graph, tuple(sorted(env.items()))))
+    return out[:limit] if limit else out
+
+
+def test_screening_models_every_configuration_and_the_best_finalist_wins(cases):
+    configs = configs_of(cases, "rmsnorm_matmul")
+    tracer = Tracer()
+    result = tune(configs, ModelBackend(H100), H100, tracer=tracer, max_trials=3,
+                  compile_ptx=False)
+    assert len(result.screened) == len(configs) and len(result.finalists) == 3
+    instantiated = [e for e in tracer.events if isinstance(e, Instantiated)]
+    measured = [e for e in tracer.events if isinstance(e, Measured)]
+    assert len(instantiated) == len(configs)
+    assert len(measured) == len(configs) + 3 and all(e.kind == "modeled" for e in measured)
+    # the oracle: the cost model on each configuration's concrete graph
+    lat = {c.id: modeled(c.concrete(), H100).latency_us for c in configs}
+    assert result.best is not None
+    assert result.best.latency_us == pytest.approx(min(lat.values()))
+    finals = [lat[t.config.id] for t in result.finalists]
+    assert finals == sorted(finals) and finals[0] == min(lat.values())
+    assert all(t.program is not None and "@triton.jit" in t.program.source
+               for t in result.finalists)
+
+
+def test_finalists_are_distinct_programs(cases):
+    configs = configs_of(cases, "rmsnorm_matmul")
+    result = tune(configs + configs, ModelBackend(H100), H100, max_trials=50,
+                  compile_ptx=False)
+    sources = [t.program.source.split('"""', 2)[2] for t in result.finalists if t.program]
+    assert len(sources) == len(set(sources))
+
+
+@dataclass
+class Flaky:
+    """A backend that measures with the model but fails on one configuration."""
+
+    bad: str
+    name: str = "flaky"
+    kind: str = "modeled"
+
+    def measure(self, graph, program):
+        if program is not None and self.bad in program.name:
+            raise MeasureError("this one breaks")
+        return modeled(graph, H100).latency_us
+
+
+def test_a_failing_configuration_scores_inf_and_the_run_goes_on(cases):
+    configs = configs_of(cases, "swiglu")
+    ranked = sorted(configs, key=lambda c: modeled(c.concrete(), H100).latency_us)
+    tracer = Tracer()
+    result = tune(configs, Flaky(ranked[0].id), H100, tracer=tracer, max_trials=3,
+                  compile_ptx=False)
+    failed = [t for t in result.finalists if not t.ok]
+    assert [t.config.id for t in failed] == [ranked[0].id]
+    assert failed[0].error == "this one breaks" and math.isinf(failed[0].latency_us)
+    assert result.best is not None and result.best.config.id != ranked[0].id
+    last = [e for e in tracer.events if isinstance(e, Measured) and e.id == ranked[0].id][-1]
+    assert math.isinf(last.latency_us) and last.params["error"] == "this one breaks"
+
+
+def test_the_result_database_caches_and_keys_on_the_device(cases, tmp_path):
+    configs = configs_of(cases, "rmsnorm_matmul", limit=6)
+    db = ResultDB(tmp_path / "results.jsonl")
+    first = tune(configs, ModelBackend(H100), H100, max_trials=2, compile_ptx=False, db=db)
+    again = tune(configs, ModelBackend(H100), H100, max_trials=2, compile_ptx=False,
+                 db=ResultDB(tmp_path / "results.jsonl"))
+    assert all(not t.cached for t in first.finalists)
+    assert all(t.cached for t in again.finalists)
+    assert [t.latency_us for t in again.finalists] == [t.latency_us for t in first.finalists]
+    a100 = get_device("a100")
+    other = tune(configs, ModelBackend(a100), a100, max_trials=2, compile_ptx=False, db=db)
+    assert all(not t.cached for t in other.finalists)
+    (tmp_path / "results.jsonl").open("a").write("{not json\n")
+    assert ResultDB(tmp_path / "results.jsonl").damaged == 1
+
+
+def test_cancel_stops_tuning_and_keeps_what_was_screened(cases):
+    configs = configs_of(cases, "rmsnorm_matmul")
+    stop = threading.Event()
+    stop.set()
+    result = tune(configs, ModelBackend(H100), H100, max_trials=3, compile_ptx=False,
+                  cancel=stop)
+    assert result.stopped == "cancelled" and len(result.screened) == len(configs)
+    assert result.best is None and all(t.error for t in result.finalists)
+
+
+def test_finalists_compile_for_hopper(cases):
+    result = tune(configs_of(cases, "attention"), ModelBackend(H100), H100, max_trials=2)
+    assert len(result.finalists) == 2
+    for t in result.finalists:
+        assert t.ok, t.error
+        assert t.ptx and all(".target sm_90" in p for p in t.ptx.values())
+
+
+def test_the_interpreter_backend_runs_and_checks_each_finalist(cases):
+    configs = configs_of(cases, "swiglu")
+    tracer = Tracer()
+    result = tune(configs, InterpretBackend(), H100, tracer=tracer, max_trials=2,
+                  compile_ptx=False)
+    assert result.kind == "interpreted" and result.best is not None
+    kinds = [e.kind for e in tracer.events if isinstance(e, Measured)]
+    assert kinds.count("interpreted") == 2
+    # interpreted wall times rank nothing: the best finalist is the best by the model
+    assert result.best.modeled_us == min(t.modeled_us for t in result.finalists)
+
+
+def test_backends_name_their_kind_and_refuse_what_they_cannot_do():
+    assert make_backend("model", H100).kind == "modeled"
+    assert make_backend("interpret", H100).kind == "interpreted"
+    with pytest.raises(PrismError, match="unknown measure backend"):
+        make_backend("fast", H100)
+    import torch
+    if not torch.cuda.is_available():
+        with pytest.raises(MeasureError, match="needs a CUDA GPU"):
+            make_backend("cuda", H100)
