@@ -12,7 +12,7 @@ APT_PACKAGES := graphviz
 .PHONY: run test lab install system-deps lint typecheck unit clean
 
 run: install
-	$(PY) -m prism check $(WORKLOAD) --out $(OUT)
+	$(PY) -m prism optimize $(WORKLOAD) --measure model --out $(OUT)
 
 test: install lint typecheck unit
 

@@ -108,7 +108,7 @@ class OptimizeResult:
 def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
                   budget_s: float = 600.0, out: str | Path | None = None,
                   search_config: SearchConfig | None = None, checkpoint: str | Path | None = None,
-                  max_trials: int = 8, tracer: Tracer | None = None,
+                  max_trials: int = 8, compile_ptx: bool = True, tracer: Tracer | None = None,
                   cancel: threading.Event | None = None, db: ResultDB | None = None,
                   label: str | None = None) -> OptimizeResult:
     """Optimize `target` (a workload name, `path.py:function`, a `Workload`, a `KernelGraph` or a
@@ -130,11 +130,10 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
     result = OptimizeResult(name, spec.name, measure, graph, None, None, None,
                             eager_us(graph, spec), roofline_us(graph, spec), [])
     try:
-        with tracer.stage("search") as summary:
-            result.search = _search(graph, name, search_config, budget_s * SEARCH_SHARE,
-                                    checkpoint, tracer, cancel)
-            summary.update(result.search.summary())
-            result.notes += result.search.notes
+        # the search is its own stage on the trace ("search", from `prism.search`)
+        result.search = _search(graph, name, search_config, budget_s * SEARCH_SHARE,
+                                checkpoint, tracer, cancel)
+        result.notes += result.search.notes
         with tracer.stage("instantiate") as summary:
             configs = instantiate(graph, result.search)
             summary.update({"configs": len(configs),
@@ -142,7 +141,7 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
         with tracer.stage("tune") as summary:
             left = max(30.0, budget_s - (time.perf_counter() - started))
             result.tuning = tune(configs, backend, spec, tracer=tracer, max_trials=max_trials,
-                                 db=db, budget_s=left, cancel=cancel)
+                                 compile_ptx=compile_ptx, db=db, budget_s=left, cancel=cancel)
             summary.update(result.tuning.summary())
         with tracer.stage("check") as summary:
             result.best = _best(result, spec)
@@ -207,7 +206,11 @@ def _search(graph: KernelGraph, name: str, config: SearchConfig | None, budget_s
         search_config_for(graph, budget_s)
     path = Path(checkpoint) if checkpoint is not None else None
     if path is not None and path.exists():
-        return reinstantiate(load_checkpoint(path), graph, config, tracer=tracer, label=name)
+        with tracer.stage("search") as summary:
+            found = reinstantiate(load_checkpoint(path), graph, config, tracer=tracer,
+                                  label=name)
+            summary.update({**found.summary(), "checkpoint": str(path)})
+        return found
     result = search(graph, config, tracer=tracer, cancel=cancel, label=name)
     if path is not None:
         save_checkpoint(result, graph, path)

@@ -180,5 +180,10 @@ def make_backend(measure: str, device: DeviceSpec) -> Backend:
     if measure == "interpret":
         return InterpretBackend()
     if measure == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            raise MeasureError("--measure cuda needs a CUDA GPU and torch sees none here; use "
+                               "--measure model (the cost model) or interpret (Triton's "
+                               "interpreter, for correctness)")
         return CudaBackend()
     raise MeasureError(f"unknown measure backend {measure!r}; use one of {', '.join(MEASURES)}")

@@ -119,7 +119,7 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
     screened = [_screen(c, device, tracer) for c in configs]
     ranked = sorted((t for t in screened if math.isfinite(t.modeled_us)),
                     key=lambda t: (t.modeled_us, t.config.id))
-    finalists = ranked[:max_trials]
+    finalists = _distinct(ranked, max_trials)
     result = TuningResult(screened, finalists, backend.name, backend.kind)
     context = _context(backend, device)
 
@@ -152,6 +152,26 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
                     f.cancel()
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _distinct(ranked: list[Trial], limit: int) -> list[Trial]:
+    """The first `limit` trials whose concrete kernels differ (candidates from different
+    families can instantiate to the same program; compiling it twice tells nothing)."""
+    seen: set[str] = set()
+    out = []
+    for t in ranked:
+        key = result_key(graph=_anonymous(graph_to_json(t.config.concrete())))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(t)
+        if len(out) == limit:
+            break
+    return out
+
+
+def _anonymous(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k != "name"}
 
 
 def _params_json(trial: Trial) -> dict[str, Any]:

@@ -1,0 +1,104 @@
+"""On a GPU machine: optimize the five Prism workloads with `--measure cuda` and time each best
+kernel against PyTorch eager and `torch.compile`, side by side in one process (CUDA events via
+`triton.testing.do_bench`, medians), then write a table. Run by `bench/gpu_check.sh`.
+
+    python bench/gpu_check.py --out bench/results/gpu_check [--budget 60] [--workloads a,b]
+
+Each workload's optimize run gets `--budget` seconds (search and tuning); with five workloads
+and compile warm-up the whole run stays under 8 minutes at the default 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PRISM_FIVE = ("rmsnorm_matmul", "rmsnorm_mlp", "swiglu", "attention", "qknorm_attention")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="bench/results/gpu_check")
+    ap.add_argument("--budget", type=float, default=60.0)
+    ap.add_argument("--workloads", default=",".join(PRISM_FIVE))
+    ap.add_argument("--device", default="h100", help="the cost model's device for the model "
+                    "column (h100, h200, a100)")
+    args = ap.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        print("no CUDA GPU: this check needs one (use `prism optimize --measure model` here)",
+              file=sys.stderr)
+        return 2
+    from triton.testing import do_bench
+
+    import prism
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name in args.workloads.split(","):
+        folder = out / name
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "prism", "optimize", name, "--measure",
+                               "cuda", "--device", args.device, "--budget", str(args.budget),
+                               "--out", str(folder), "--json"], capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+        try:
+            doc = json.loads(done.stdout)
+        except ValueError:
+            doc = {"error": {"message": done.stderr.strip().splitlines()[-1:]}}
+        row = {"workload": name, "optimize_s": round(seconds, 1)}
+        if not doc.get("best"):
+            row["error"] = doc.get("error") or "no kernel"
+            rows.append(row)
+            continue
+        w = prism.get_workload(name)
+        inputs = [torch.tensor(a, dtype=torch.float16, device="cuda")
+                  for a in w.random_inputs(0)]
+        spec = importlib.util.spec_from_file_location(f"best_{name}", folder / "kernel.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        eager = w.__wrapped__
+        compiled = torch.compile(eager)
+        want = eager(*inputs)
+        got = module.run(*inputs)
+        err = float((got.float() - want.float()).abs().max() / want.float().abs().max())
+        compiled(*inputs)  # compile before timing
+        ms = {k: do_bench(functools.partial(fn, *inputs), warmup=25, rep=200,
+                          return_mode="median")
+              for k, fn in (("prism", module.run), ("eager", eager), ("compile", compiled))}
+        best = doc["best"]
+        row.update({"prism_us": round(ms["prism"] * 1e3, 2),
+                    "eager_us": round(ms["eager"] * 1e3, 2),
+                    "compile_us": round(ms["compile"] * 1e3, 2),
+                    "tuned_us": best["latency_us"], "tuned_kind": best["latency_kind"],
+                    "modeled_us": best["modeled_us"], "roofline_us": best["roofline_us"],
+                    "modeled_eager_us": doc["baseline"]["eager_latency_us"],
+                    "params": best["params"], "kernels": best["num_kernels"],
+                    "max_rel_err_vs_eager": err, "gpu": torch.cuda.get_device_name()})
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    (out / "gpu_check.json").write_text(json.dumps(rows, indent=2))
+    lines = ["| workload | prism µs (measured) | eager µs (measured) | torch.compile µs (measured) "
+             "| prism modeled µs | roofline µs (modeled) | rel err | params |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | |")
+            continue
+        lines.append(f"| {r['workload']} | {r['prism_us']} | {r['eager_us']} | "
+                     f"{r['compile_us']} | {r['modeled_us']} | {r['roofline_us']} | "
+                     f"{r['max_rel_err_vs_eager']:.1e} | {r['params']} |")
+    (out / "gpu_check.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0 if all("error" not in r for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""`superoptimize` end to end, on every workload at small shapes and reduced caps: a fused
+kernel, proved, tuned, compiled for sm_90, and matching torch in Triton's interpreter; its stages
+on the trace; what it writes; what it does with bad input and a cancelled run."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from prism.errors import PrismError, UnknownDeviceError
+from prism.instantiate.triton_backend import load
+from prism.pipeline import INPUT_PROGRAM, superoptimize
+from prism.trace import Measured, StageFinished, StageStarted, read_jsonl
+
+NINE = ["rmsnorm_matmul", "rmsnorm_mlp", "swiglu", "attention", "qknorm_attention", "gated_mlp",
+        "lora", "gqa", "ntrans"]
+STAGES = ["search", "instantiate", "tune", "check", "write"]
+
+
+def run_small(cases, name, **kw):
+    return superoptimize(cases.small(name), search_config=cases.reduced(name), **kw)
+
+
+@pytest.mark.parametrize("name", NINE)
+def test_every_workload_gets_a_fused_kernel_that_matches_torch(cases, name, tmp_path):
+    result = run_small(cases, name, max_trials=1, out=tmp_path)
+    best = result.best
+    assert best is not None and best.candidate != INPUT_PROGRAM
+    assert best.num_kernels == 1 and len(best.graph.custom_ops) == 1
+    assert best.verdict is not None and best.verdict.verdict == "equivalent"
+    assert best.latency_kind == "modeled" and best.latency_us < result.eager_us
+    assert best.latency_us >= result.roofline_us * 0.999    # the bound holds
+    assert best.check["passed"], best.check
+    assert best.check["max_rel_err_vs_torch"] <= 2e-2
+    assert best.ptx and all(".target sm_90" in p for p in best.ptx.values())
+    # the written module, imported as a user would, against the torch reference
+    w = cases.small(name)
+    arrays = w.random_inputs(7)
+    module = load((tmp_path / "kernel.py").read_text())
+    got = module.run(*[torch.tensor(a, dtype=torch.float16) for a in arrays])
+    want = w.reference(*[torch.tensor(a, dtype=torch.float16).double().numpy()
+                         for a in arrays])[0]
+    err = np.abs(got.double().numpy() - want).max() / np.abs(want).max()
+    assert err <= 2e-2
+
+
+def test_the_trace_holds_every_stage_and_the_files_are_written(cases, tmp_path):
+    result = run_small(cases, "rmsnorm_matmul", max_trials=2, out=tmp_path)
+    started = [e.stage for e in result.trace if isinstance(e, StageStarted)]
+    finished = {e.stage: e for e in result.trace if isinstance(e, StageFinished)}
+    assert started == STAGES and set(finished) == set(STAGES)
+    assert all(finished[s].error is None for s in STAGES)
+    on_disk = list(read_jsonl(tmp_path / "trace.jsonl"))
+    assert len(on_disk) == len(result.trace)
+    assert sum(isinstance(e, Measured) for e in on_disk) == \
+        len(result.tuning.screened) + len(result.tuning.finalists)
+    doc = json.loads((tmp_path / "result.json").read_text())
+    assert doc["best"]["latency_kind"] == "modeled"
+    assert set(doc["files"]) >= {"kernel", "ptx", "trace", "report"}
+    html = (tmp_path / "report.html").read_text()
+    assert "<svg" in html and "plotly" in html.lower()
+    assert "roofline" in html and "modeled" in html
+    assert result.best.verdict.steps[0][0].rule in html    # the proof's first axiom
+    ptx = (tmp_path / "kernel.ptx").read_text()
+    assert ".target sm_90" in ptx and ".loc" not in ptx
+
+
+def test_a_cancelled_run_still_returns_the_input_program(cases):
+    stop = threading.Event()
+    stop.set()
+    result = run_small(cases, "swiglu", cancel=stop, max_trials=1, compile_ptx=False)
+    assert result.search is not None and not result.search.complete
+    # tuning was cancelled too: nothing measured, nothing lost, no exception
+    assert result.tuning is not None and result.tuning.stopped == "cancelled"
+    assert result.best is None
+    assert {t.config.candidate for t in result.tuning.screened} >= {INPUT_PROGRAM}
+
+
+def test_an_exhausted_budget_falls_back_to_the_input_program(cases):
+    """A search with no room finds nothing; the user's own program is still tuned and kept."""
+    config = cases.reduced("swiglu", max_families=1)
+    result = superoptimize(cases.small("swiglu"), search_config=config, max_trials=1,
+                           compile_ptx=False)
+    assert result.best is not None and result.best.candidate == INPUT_PROGRAM
+    assert result.best.verdict is None and result.best.check["passed"]
+
+
+def test_bad_input_is_a_clear_error(cases):
+    with pytest.raises(UnknownDeviceError):
+        superoptimize(cases.small("swiglu"), device="v100")
+    with pytest.raises(PrismError, match="unknown measure backend"):
+        superoptimize(cases.small("swiglu"), measure="fast")
+    with pytest.raises(PrismError, match="positive"):
+        superoptimize(cases.small("swiglu"), budget_s=0)
+    with pytest.raises(PrismError, match="cannot optimize"):
+        superoptimize(42)
