@@ -55,6 +55,7 @@ class BestKernel:
     verdict: Verdict | None             # None for the input program (equivalent by identity)
     triton_source: str
     ptx: dict[str, str]
+    symbolic: KernelGraph | None = None  # the verified sGraph this kernel instantiates
     check: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -238,19 +239,40 @@ def _best(result: OptimizeResult, spec: Any) -> BestKernel | None:
     return BestKernel(trial.config.candidate, trial.config.id, concrete,
                       dict(trial.config.params), trial.latency_us, trial.kind, trial.modeled_us,
                       roofline_us(concrete, spec), verdicts.get(trial.config.candidate),
-                      trial.program.source, trial.ptx)
+                      trial.program.source, trial.ptx, trial.config.graph)
 
 
 def check_best(best: BestKernel, workload: Workload | None, measure: str) -> dict[str, Any]:
     """The winner against the float64 interpreter of its graph and, for a workload, its torch
-    reference (`prism.tune.backends.check_kernel`); large kernels are not interpreted (the
-    interpreter costs ~1.7 ms a block step)."""
+    reference (`prism.tune.backends.check_kernel`). The interpreter costs ~1.7 ms a block step,
+    so a winner with more than MAX_CHECK_STEPS is checked at the smallest instantiation of the
+    same sGraph instead (the fewest block steps of its feasible assignments), and says so."""
+    from prism.instantiate.codegen import generate
+    from prism.instantiate.params import assignments
+    from prism.ir.spec import substitute_graph
     from prism.tune.backends import check_kernel
-    steps = sum(math.prod(g.value for g in bg.grid) * bg.forloop_range.value
-                for _, bg in best.graph.iter_blocks())
-    if measure != "cuda" and steps > MAX_CHECK_STEPS:
-        return {"checked": False, "reason": f"{steps} block steps are too many to interpret "
-                f"(limit {MAX_CHECK_STEPS}); the kernel family was checked at small sizes"}
+    graph, source, params = best.graph, best.triton_source, best.params
+    if measure != "cuda" and _steps(graph) > MAX_CHECK_STEPS:
+        smaller = [substitute_graph(best.symbolic, env) for env in
+                   assignments(best.symbolic, limit=10_000)] if best.symbolic else []
+        smaller = [g for g in smaller if _steps(g) <= MAX_CHECK_STEPS]
+        if not smaller:
+            return {"checked": False, "reason": f"{_steps(graph)} block steps are too many to "
+                    f"interpret (limit {MAX_CHECK_STEPS}) and the sGraph has no smaller member"}
+        graph = min(smaller, key=_steps)
+        source = generate(graph).source
+        params = {"block_steps": _steps(graph)}
     arrays = workload.random_inputs(0) if workload is not None else None
-    return check_kernel(best.graph, best.triton_source, arrays,
-                        workload.reference if workload is not None else None)
+    out = check_kernel(graph, source, arrays,
+                       workload.reference if workload is not None else None)
+    if graph is not best.graph:
+        out["instance"] = ("the smallest member of the same sGraph "
+                           f"({params['block_steps']} block steps; the winner has "
+                           f"{_steps(best.graph)})")
+    return out
+
+
+def _steps(graph: KernelGraph) -> int:
+    """Blocks × loop iterations over the custom kernels: what the interpreter walks."""
+    return sum(math.prod(g.value for g in bg.grid) * bg.forloop_range.value
+               for _, bg in graph.iter_blocks())

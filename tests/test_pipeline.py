@@ -98,3 +98,12 @@ def test_bad_input_is_a_clear_error(cases):
         superoptimize(cases.small("swiglu"), budget_s=0)
     with pytest.raises(PrismError, match="cannot optimize"):
         superoptimize(42)
+
+
+def test_a_winner_too_large_to_interpret_is_checked_at_a_smaller_member(cases, monkeypatch):
+    import prism.pipeline as pipeline
+    monkeypatch.setattr(pipeline, "MAX_CHECK_STEPS", 2)
+    result = run_small(cases, "rmsnorm_matmul", max_trials=1, compile_ptx=False)
+    check = result.best.check
+    assert pipeline._steps(result.best.graph) > 2
+    assert check["passed"] and "smallest member" in check["instance"], check

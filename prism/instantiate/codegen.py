@@ -392,7 +392,7 @@ class _Kernel:
 
     def _load(self, bop: Op, ptr: str, source: str) -> tuple[list[str], _Val]:
         name = bop.outputs[0]
-        var = self.names(self.module.names(name))
+        var = self.names(name)
         tile = self.tiles[name]
         data = self.module.shapes[source]
         imap, fmap = _rows(bop.attr["imap"]), _rows(bop.attr["fmap"])[0]
@@ -444,7 +444,7 @@ class _Kernel:
 
     def _new(self, name: str, operands: Sequence[_Val], clean: bool) -> _Val:
         shape = self.tiles[name]
-        return _Val(self.names(self.module.names(name)), shape, tuple(_pad(n) for n in shape),
+        return _Val(self.names(name), shape, tuple(_pad(n) for n in shape),
                     clean=clean, invariant=all(v.invariant for v in operands))
 
     def _compute(self, bop: Op) -> tuple[list[str], _Val]:
