@@ -16,13 +16,15 @@ takes torch tensors in the graph's input order, runs the pre-defined kernel ops 
 - a grid dim that an output's omap maps to no data dim *sums* the blocks' tiles: the kernel writes
   per-block partial tiles into an fp32 buffer and the launcher adds them.
 
-Tiles are padded to powers of two (`tl.arange` needs them) with masked loads (`other=0`) and
-stores; a padded lane that an op makes non-zero (exp(0) = 1, 0/0) is zeroed again before any
-reduction reads it. Matmul uses `tl.dot` when every dim is ≥ 16 and a broadcast product-sum below
-that. Loads and ops that do not depend on the loop are hoisted above it.
+Tiles are padded to powers of two of at least 16 (`tl.arange` needs powers of two, `tl.dot` 16)
+with masked loads (`other=0`) and stores; a dim of 1 stays 1. A padded lane that an op makes
+non-zero (exp(0) = 1, 0/0) is zeroed again before any reduction reads it. Matmul uses `tl.dot`,
+and a broadcast product-sum when a dim is 1. Loads and ops that do not depend on the loop are
+hoisted above it.
 
 Names come from the graph's tensors, made into identifiers (`Namer`); nothing from a user's
-program reaches the source unchecked: names are sanitized, sizes are ints, attributes are numbers.
+program reaches the source unchecked: comments and docstrings use the identifiers, raw names
+appear only as `repr` string literals, sizes are ints and attributes numbers.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from prism.ir.ops import OPS
 from prism.ir.spec import check, substitute_graph
 
 NUM_WARPS = 4          # Prism's and Mirage's fixed 128-thread block
-MIN_DOT = 16           # tl.dot below this size falls back to a product-sum
+MIN_DOT = 16           # tl.dot's smallest dim; tiles are padded to at least this
 
 
 class CodegenError(PrismError):
@@ -89,7 +91,9 @@ def generate(graph: KernelGraph, assignment: Mapping[str, int] | None = None,
 # -- names -----------------------------------------------------------------------------------------
 
 _RESERVED = frozenset({"tl", "triton", "torch", "math", "i", "pid0", "pid1", "pid2", "run",
-                       "dtype", "device", "_pow", "_alloc", "_f", "_prepare", "KERNELS"})
+                       "dtype", "device", "_pow", "_alloc", "_f", "_prepare", "range", "float",
+                       "int", "len", "min", "max", "tuple", "isinstance", "type", "TypeError",
+                       "ValueError", "print"})
 
 
 class Namer:
@@ -137,7 +141,6 @@ the order {inputs} and returns {returns}. Under TRITON_INTERPRET=1 the inputs ar
 import torch
 import triton
 import triton.language as tl
-
 '''
 
 _RUNTIME = '''
@@ -189,16 +192,16 @@ class _Module:
         returns = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ",)"
         sig = ", ".join(f"{p} {list(self.shapes[t])}" for p, t in zip(params, g.inputs,
                                                                        strict=True))
-        title = f"{self.name or 'kernel'}: {len(kernels)} Triton kernel(s), {g.num_kernels} " \
-                "kernel(s) in all."
+        label = _label(self.name)
+        title = f"{label}: {len(kernels)} Triton kernel(s), {g.num_kernels} kernel(s) in all."
         parts = [_HEADER.format(title=title, inputs=", ".join(params) or "()",
                                 returns=" and ".join(outs))]
         if "_pow(" in "".join(bodies):
-            parts.append(POW_HELPER + "\n")
-        parts += [b + "\n" for b in bodies]
+            parts.append("\n" + POW_HELPER)
+        parts += ["\n\n" + b for b in bodies]
         parts.append(_RUNTIME)
         run = [f"\n\ndef run({', '.join(params)}):",
-               f'    """{self.name or "kernel"}({sig}) -> {returns}"""']
+               f'    """{label}({sig}) -> {returns}"""']
         run += [f"    {p} = _prepare({p}, {tuple(self.shapes[t])!r}, {t!r})"
                 for p, t in zip(params, g.inputs, strict=True)]
         first = params[0] if params else "None"
@@ -216,7 +219,8 @@ class _Module:
         args = [f"_f({self.names(t)})" for t in op.inputs]
         expr = template.format(*args, **_attrs(op))
         out = self.names(op.outputs[0])
-        return [f"# {op.outputs[0]} = {op.kind}({', '.join(op.inputs)}): pre-defined, in torch",
+        return [f"# {out} = {op.kind}({', '.join(self.names(t) for t in op.inputs)}): "
+                "pre-defined, in torch",
                 f"{out} = ({expr}).to(dtype)"]
 
     def _custom(self, op: Op, bg: BlockGraph, index: int
@@ -231,13 +235,15 @@ class _Module:
         args = []
         for t in op.inputs:
             args.append(self.names(t))
+        buffers: dict[int, str] = {}
         for j, t in enumerate(op.outputs):
             var = self.names(t)
             parts = emitter.summed_grid(j)
             if parts:
-                lines.append(f"{var}_parts = _alloc({(*parts, *self.shapes[t])!r}, "
+                buffers[j] = self.names.fresh(f"{var}_parts")
+                lines.append(f"{buffers[j]} = _alloc({(*parts, *self.shapes[t])!r}, "
                              "torch.float32, device)")
-                args.append(f"{var}_parts")
+                args.append(buffers[j])
             else:
                 lines.append(f"{var} = _alloc({self.shapes[t]!r}, dtype, device)")
                 args.append(var)
@@ -245,13 +251,16 @@ class _Module:
         for j, t in enumerate(op.outputs):
             parts = emitter.summed_grid(j)
             if parts:
-                var = self.names(t)
                 dims = tuple(range(len(parts)))
-                lines.append(f"{var} = {var}_parts.sum(dim={dims!r}).to(dtype)  "
+                lines.append(f"{self.names(t)} = {buffers[j]}.sum(dim={dims!r}).to(dtype)  "
                              "# blocks of the summed grid dims add up")
-        sig = tuple((a, "*fp32" if a.endswith("_parts_ptr") else "*fp16")
-                    for a in emitter.arg_names)
+        sig = tuple(zip(emitter.arg_names, emitter.arg_types, strict=True))
         return KernelSource(kname, grid, sig, op.outputs[0]), body, lines
+
+
+def _label(name: str) -> str:
+    """A graph name fit for a docstring: word characters, dots and dashes only."""
+    return re.sub(r"[^\w.\-\[\]=,]", "_", name, flags=re.ASCII)[:80] or "kernel"
 
 
 def _attrs(op: Op) -> dict[str, object]:
@@ -265,7 +274,9 @@ def _attrs(op: Op) -> dict[str, object]:
 
 
 def _pad(n: int) -> int:
-    return 1 << (n - 1).bit_length()
+    """A tile dim's padded size: a power of two (tl.arange needs one), at least MIN_DOT so that
+    tl.dot applies to every matmul whose dims are not 1; a dim of 1 stays 1 (it broadcasts)."""
+    return 1 if n == 1 else max(MIN_DOT, 1 << (n - 1).bit_length())
 
 
 def _bcast(rank: int, d: int) -> str:
@@ -302,6 +313,7 @@ class _Kernel:
     names: Namer = field(init=False)
     vals: dict[str, _Val] = field(default_factory=dict)
     arg_names: list[str] = field(default_factory=list)
+    arg_types: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.names = Namer()
@@ -316,14 +328,19 @@ class _Kernel:
 
     def emit(self) -> str:
         bg, op = self.bg, self.op
-        in_ptr = [self.names(f"{self.module.names(t)}_ptr") for t in op.inputs]
+        # one parameter per operand, even when one tensor is read twice (fresh names)
+        in_ptr = [self.names.fresh(f"{self.module.names(t)}_ptr") for t in op.inputs]
         out_ptr = []
         for j, t in enumerate(op.outputs):
             suffix = "_parts_ptr" if self.summed_grid(j) else "_ptr"
-            out_ptr.append(self.names(f"{self.module.names(t)}{suffix}"))
+            out_ptr.append(self.names.fresh(f"{self.module.names(t)}{suffix}"))
         self.arg_names = in_ptr + out_ptr
-        doc = (f"block graph of {op.outputs[0]}: grid {self.grid}, for-loop range {self.loops}; "
-               + "; ".join(f"{t} tile {list(self.tiles[t])}" for t in bg.inputs + bg.outputs))
+        # fp16 tensors, except the fp32 buffers of partial tiles
+        self.arg_types = ["*fp16"] * len(in_ptr) + [
+            "*fp32" if self.summed_grid(j) else "*fp16" for j in range(len(out_ptr))]
+        doc = (f"block graph of {self.module.names(op.outputs[0])}: grid {self.grid}, for-loop "
+               f"range {self.loops}; " + "; ".join(f"{self.names(t)} tile {list(self.tiles[t])}"
+                                                   for t in bg.inputs + bg.outputs))
         head = ["@triton.jit", f"def {self.name}({', '.join(in_ptr + out_ptr)}):",
                 f'    """{doc}"""']
         head += [f"    pid{p} = tl.program_id({p})" for p in range(len(self.grid))
@@ -381,7 +398,7 @@ class _Kernel:
         lines, terms, masks = [], [], []
         for d in range(rank):
             lane = f"tl.arange(0, {padded[d]})"
-            offs = f"{positions[d]} * {tile[d]} + {lane}" if positions[d] else lane
+            offs = f"({positions[d]}) * {tile[d]} + {lane}" if positions[d] else lane
             idx = self.names.fresh(f"{var}_{d}")
             lines.append(f"{idx} = {offs}")
             terms.append(f"{idx}{_bcast(rank, d)}" + (f" * {strides[d]}" if strides[d] != 1
@@ -399,8 +416,8 @@ class _Kernel:
         positions = [self._position(imap, d, fmap == d) for d in range(len(tile))]
         lines, addr, mask = self._offsets(var, data, tile, positions)
         masked = f", mask={mask}, other=0.0" if mask else ""
-        lines.insert(0, f"# {name}: tile {list(tile)} of {source} {list(data)}, imap "
-                        f"{bop.attr['imap']}, fmap {bop.attr['fmap']}")
+        lines.insert(0, f"# {var}: tile {list(tile)} of {self.module.names(source)} "
+                        f"{list(data)}, imap {bop.attr['imap']}, fmap {bop.attr['fmap']}")
         lines.append(f"{var} = tl.load({ptr} + {addr}{masked})")
         val = _Val(var, tile, tuple(_pad(n) for n in tile), native=True,
                    invariant=fmap < 0 or self.loops == 1)
@@ -424,7 +441,8 @@ class _Kernel:
                 lead += f"pid{p} * {stride} + "
             addr = lead + addr
         masked = f", mask={mask}" if mask else ""
-        head = f"# store {name} into {target} {list(data)}, omap {bop.attr['omap']}"
+        head = (f"# store {val.var} into {self.module.names(target)} {list(data)}, "
+                f"omap {bop.attr['omap']}")
         if summed:
             head += " (partial tiles: the blocks along grid dims " \
                     f"{', '.join('xyz'[p] for p in summed)} are summed by the launcher)"
@@ -432,10 +450,11 @@ class _Kernel:
                 f"tl.store({ptr} + {addr}, {val.f32}.to({ptr}.dtype.element_ty){masked})"]
 
     # compute
-    def _zeroed(self, val: _Val) -> str:
-        """`val` with every padded lane 0 (fp32)."""
+    def _zeroed(self, val: _Val, keep_native: bool = False) -> str:
+        """`val` with every padded lane 0 (fp32, or as loaded when `keep_native` and no lane
+        needs zeroing)."""
         if val.clean or val.padded == val.shape:
-            return val.f32
+            return val.var if keep_native else val.f32
         rank = len(val.shape)
         mask = " & ".join(f"(tl.arange(0, {p}) < {n}){_bcast(rank, d)}"
                           for d, (n, p) in enumerate(zip(val.shape, val.padded, strict=True))
@@ -450,8 +469,8 @@ class _Kernel:
     def _compute(self, bop: Op) -> tuple[list[str], _Val]:
         xs = [self.vals[t] for t in bop.inputs]
         name = bop.outputs[0]
-        comment = f"# {name} = {bop.kind}({', '.join(bop.inputs)})" + (
-            f" {_attrs(bop)}" if _attrs(bop) else "")
+        comment = (f"# {self.names(name)} = {bop.kind}({', '.join(v.var for v in xs)})"
+                   + (f" {_attrs(bop)}" if _attrs(bop) else ""))
         clean = bop.kind in KEEPS_ZERO and all(v.clean for v in xs)
         if bop.kind == "matmul":
             return self._matmul(bop, xs, comment)
@@ -482,8 +501,10 @@ class _Kernel:
         rank = len(a.shape)
         pm, pk, pn = a.padded[-2], a.padded[-1], b.padded[-1]
         batch = a.padded[:-2]
-        za, zb = self._zeroed(a), self._zeroed(b)
-        both_native = a.native and b.native and a.clean and b.clean
+        za, zb = self._zeroed(a, keep_native=True), self._zeroed(b, keep_native=True)
+        # loaded fp16 tiles go to tl.dot as they are (fp16 MMA, fp32 accumulation); computed
+        # fp32 tiles stay fp32 (tf32 on a GPU)
+        both_native = a.native and b.native and za == a.var and zb == b.var
         if min(pm, pk, pn) >= MIN_DOT:
             if not both_native:
                 za, zb = _as_f32(za), _as_f32(zb)
@@ -507,7 +528,7 @@ class _Kernel:
         val = self._new(name, [x], clean=True)
         val.invariant = False
         kind, rank = bop.kind, len(x.shape)
-        init = [f"# {name} = {kind}({bop.inputs[0]}): fp32 accumulator over the for-loop",
+        init = [f"# {val.var} = {kind}({x.var}): fp32 accumulator over the for-loop",
                 f"{val.var} = tl.zeros({val.padded!r}, dtype=tl.float32)"]
         if kind == "nored":
             step = x.f32
@@ -521,7 +542,7 @@ class _Kernel:
             dimx = int(bop.attr["dimx"])
             width = x.shape[-1]
             if x.padded[-1] != width or _pad(dimx) != dimx:
-                raise CodegenError(f"redtox_ld_sum of {bop.inputs[0]} needs power-of-two widths "
+                raise CodegenError(f"redtox_ld_sum of {x.var} needs power-of-two widths "
                                    f"(tile width {width}, dimx {dimx}); choose other tile sizes")
             chunks = (*x.padded[:-1], width // dimx, dimx)
             step = f"tl.sum(tl.reshape({self._zeroed(x)}, {chunks!r}), axis={rank - 1})"
@@ -535,7 +556,7 @@ class _Kernel:
             finish = [f"{val.var} = tl.sqrt({val.var} / {width}.0)  # rms over {width} "
                       "elements a row"]
         self.vals[name] = val
-        return init, [f"{val.var} += {step}  # {name}"], finish
+        return init, [f"{val.var} += {step}"], finish
 
 
 def _as_f32(expr: str) -> str:

@@ -158,11 +158,21 @@ def versions() -> dict[str, str]:
 
 
 def strip_locations(text: str) -> str:
-    """PTX or IR without `#loc` lines and `loc(...)` attributes (they carry absolute paths)."""
-    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith(("#loc", ".loc",
-                                                                         ".file"))]
-    return re.sub(r"\s*loc\([^()]*(\([^()]*\))?[^()]*\)", "", "\n".join(lines))
-
+    """PTX or IR without what names the source file: `#loc`/`.loc`/`.file` lines, `loc(...)`
+    attributes and the `.debug_*` sections (which spell the path as bytes)."""
+    kept, skipping = [], False
+    for line in text.splitlines():
+        bare = line.strip()
+        if bare.startswith(".section") and ".debug" in bare:
+            skipping = True
+            continue
+        if skipping:
+            skipping = bare != "}"
+            continue
+        if bare.startswith(("#loc", ".loc", ".file")):
+            continue
+        kept.append(line)
+    return re.sub(r"\s*loc\([^()]*(\([^()]*\))?[^()]*\)", "", "\n".join(kept))
 
 if __name__ == "__main__":
     # The compiling subprocess of `compile_ptx`: a JSON request on stdin, a JSON reply on stdout.
