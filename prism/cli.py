@@ -360,8 +360,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--index", type=int)
     sp.add_argument("--known-best", action="store_true")
     sp.add_argument("--seed", type=int, default=0)
-    sp = command("check", _cmd_check, "the main job: list the workloads, trace one, interpret "
-                 "it against torch, render it, print the table")
+    sp = command("check", _cmd_check, "list the workloads, trace one, interpret it and its "
+                 "hand-fused kernel against torch, prove, render, print the table")
     sp.add_argument("workload", nargs="?", default=None, help="default: rmsnorm_matmul")
     sp.add_argument("--out", default="out", help="folder for the SVGs and the report")
     sp.add_argument("--seed", type=int, default=0)

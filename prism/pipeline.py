@@ -38,7 +38,7 @@ from prism.tune import Config, ResultDB, TuningResult, make_backend, tune
 from prism.verify.equiv import Verdict
 
 SEARCH_SHARE = 0.75        # of the budget; tuning and checking get the rest
-MAX_CHECK_STEPS = 8192     # blocks × loop iterations the interpreter runs for the final check
+MAX_CHECK_STEPS = 2048     # blocks × loop iterations the interpreter runs for the final check
 INPUT_PROGRAM = "input"    # the candidate id of the user's own program
 
 

@@ -107,3 +107,16 @@ def test_a_winner_too_large_to_interpret_is_checked_at_a_smaller_member(cases, m
     check = result.best.check
     assert pipeline._steps(result.best.graph) > 2
     assert check["passed"] and "smallest member" in check["instance"], check
+
+
+def test_a_symbolic_checkpoint_is_optimized_at_other_shapes_without_searching(cases, tmp_path):
+    ck = tmp_path / "swiglu.ck.json"
+    first = run_small(cases, "swiglu", max_trials=1, compile_ptx=False, checkpoint=ck)
+    assert ck.exists() and first.search.stop_reason != "checkpoint"
+    wide = cases.small("swiglu").with_shapes(X=(16, 128), Wgate=(128, 96), Wup=(128, 96))
+    again = superoptimize(wide, search_config=cases.reduced("swiglu"), max_trials=1,
+                          compile_ptx=False, checkpoint=ck)
+    assert again.search.stop_reason == "checkpoint" and again.search.generated == 0
+    best = again.best
+    assert best is not None and best.candidate != INPUT_PROGRAM and best.check["passed"]
+    assert tuple(d.value for d in best.graph.shape(best.graph.inputs[0])) == (16, 128)
