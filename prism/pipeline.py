@@ -34,11 +34,12 @@ from prism.frontend.workload import Workload
 from prism.ir.graph import KernelGraph
 from prism.search import SearchConfig, SearchResult, search
 from prism.trace import Event, JsonlWriter, Tracer
-from prism.tune import Config, ResultDB, TuningResult, make_backend, tune
+from prism.tune import Config, ResultDB, Trial, TuningResult, make_backend, tune
 from prism.verify.equiv import Verdict
 
 SEARCH_SHARE = 0.75        # of the budget; tuning and checking get the rest
 MAX_CHECK_STEPS = 2048     # blocks × loop iterations the interpreter runs for the final check
+MAX_CHECKED = 3            # finalists tried in turn when the best fails its check
 INPUT_PROGRAM = "input"    # the candidate id of the user's own program
 
 
@@ -145,10 +146,18 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
                                  compile_ptx=compile_ptx, db=db, budget_s=left, cancel=cancel)
             summary.update(result.tuning.summary())
         with tracer.stage("check") as summary:
-            result.best = _best(result, spec)
-            if result.best is not None:
-                result.best.check = check_best(result.best, workload, measure)
-                summary.update(result.best.check)
+            # the best finalist that passes; one that fails is scored inf, as in tuning
+            for trial in result.tuning.ranked()[:MAX_CHECKED]:
+                best = _best_kernel(result, trial, spec)
+                best.check = check_best(best, workload, measure)
+                if best.check.get("passed", True):
+                    result.best = best
+                    break
+                trial.error = f"check failed: {best.check.get('error', best.check)}"
+                trial.latency_us = math.inf
+                result.notes.append(f"{trial.config.id} failed its check; the next finalist "
+                                    "was taken")
+            summary.update(result.best.check if result.best else {"best": None})
         if folder is not None:
             with tracer.stage("write") as summary:
                 from prism.report import write_outputs
@@ -229,11 +238,8 @@ def instantiate(graph: KernelGraph, result: SearchResult | None) -> list[Config]
     return configs
 
 
-def _best(result: OptimizeResult, spec: Any) -> BestKernel | None:
-    assert result.tuning is not None
-    trial = result.tuning.best
-    if trial is None or trial.program is None:
-        return None
+def _best_kernel(result: OptimizeResult, trial: Trial, spec: Any) -> BestKernel:
+    assert trial.program is not None
     verdicts = {c.id: c.verdict for c in result.search.candidates} if result.search else {}
     concrete = trial.config.concrete()
     return BestKernel(trial.config.candidate, trial.config.id, concrete,

@@ -120,3 +120,21 @@ def test_a_symbolic_checkpoint_is_optimized_at_other_shapes_without_searching(ca
     best = again.best
     assert best is not None and best.candidate != INPUT_PROGRAM and best.check["passed"]
     assert tuple(d.value for d in best.graph.shape(best.graph.inputs[0])) == (16, 128)
+
+
+def test_a_winner_that_fails_its_check_gives_way_to_the_next(cases, monkeypatch):
+    import prism.pipeline as pipeline
+    real = pipeline.check_best
+    failed = []
+
+    def first_fails(best, workload, measure):
+        if not failed:
+            failed.append(best.config)
+            return {"checked": True, "passed": False, "error": "wrong on purpose"}
+        return real(best, workload, measure)
+    monkeypatch.setattr(pipeline, "check_best", first_fails)
+    result = run_small(cases, "rmsnorm_matmul", max_trials=3, compile_ptx=False)
+    assert result.best is not None and result.best.config != failed[0]
+    assert result.best.check["passed"]
+    loser = next(t for t in result.tuning.finalists if t.config.id == failed[0])
+    assert loser.latency_us == float("inf") and "wrong on purpose" in loser.error

@@ -92,14 +92,17 @@ class TuningResult:
     seconds: float = 0.0
     stopped: str | None = None          # why tuning ended early (budget, cancel), if it did
 
-    @property
-    def best(self) -> Trial | None:
-        ok = [t for t in self.finalists if t.ok]
-        if not ok:
-            return None
+    def ranked(self) -> list[Trial]:
+        """The finalists that compiled and ran, best first: by the backend's latency, except
+        that interpreted wall times rank nothing, so the interpreter's are ranked by the model."""
         rank: Callable[[Trial], float] = (
             (lambda t: t.modeled_us) if self.kind == "interpreted" else (lambda t: t.latency_us))
-        return min(ok, key=lambda t: (rank(t), t.config.id))
+        return sorted((t for t in self.finalists if t.ok), key=lambda t: (rank(t), t.config.id))
+
+    @property
+    def best(self) -> Trial | None:
+        ranked = self.ranked()
+        return ranked[0] if ranked else None
 
     def summary(self) -> dict[str, Any]:
         return {"backend": self.backend, "kind": self.kind, "screened": len(self.screened),
