@@ -18,6 +18,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -97,49 +99,89 @@ class Compiled:
 def compile_ptx(program: TritonProgram, target: tuple[str, int, int] = HOPPER,
                 num_warps: int = NUM_WARPS, timeout_s: float = 300.0) -> list[Compiled]:
     """Every kernel of `program` compiled offline for `target` (no GPU needed), in a subprocess
-    that imports Triton in compiling mode."""
-    path = write_module(program)
-    request = {"path": str(path), "target": list(target), "num_warps": num_warps,
-               "kernels": [[k.name, dict(k.signature)] for k in program.kernels]}
-    env = {**os.environ, "TRITON_INTERPRET": "0"}
+    that imports Triton in compiling mode; a `CompileError` names the kernel that failed."""
+    (result,) = compile_many([program], target, num_warps, timeout_s)
+    if isinstance(result, CompileError):
+        raise result
+    return result
+
+
+def compile_many(programs: Sequence[TritonProgram], target: tuple[str, int, int] = HOPPER,
+                 num_warps: int = NUM_WARPS, timeout_s: float = 600.0,
+                 on_done: Callable[[int, list[Compiled] | CompileError], None] | None = None,
+                 ) -> list[list[Compiled] | CompileError]:
+    """Compile several programs in one subprocess (it pays Triton's and torch's import once),
+    reporting each as it finishes through `on_done(index, result)`; a program that fails gives
+    its `CompileError` in its place, and the others go on."""
+    results: list[list[Compiled] | CompileError] = [
+        CompileError("not compiled: the compiler stopped first") for _ in programs]
+    request = {"target": list(target), "num_warps": num_warps, "programs": [
+        {"path": str(write_module(p)), "kernels": [[k.name, dict(k.signature)]
+                                                   for k in p.kernels]} for p in programs]}
     _setup_env()
-    try:
-        done = subprocess.run([sys.executable, "-m", "prism.instantiate.triton_backend"],
-                              input=json.dumps(request), capture_output=True, text=True,
-                              env=env, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        raise CompileError(f"compiling {program.name or path.name} took over {timeout_s:.0f} s"
-                           ) from None
-    if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise CompileError(f"compiling {program.name or path.name} for {target} failed: {tail}")
-    reply = json.loads(done.stdout)
-    if "error" in reply:
-        raise CompileError(reply["error"])
-    return [Compiled(k["kernel"], k["ptx"], k["shared"]) for k in reply["kernels"]]
+    env = {**os.environ, "TRITON_INTERPRET": "0"}
+    with tempfile.TemporaryFile("w+") as errors:
+        proc = subprocess.Popen([sys.executable, "-m", "prism.instantiate.triton_backend"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                                text=True, env=env)
+        timer = threading.Timer(timeout_s, proc.kill)
+        timer.start()
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps(request))
+            proc.stdin.close()
+            for line in proc.stdout:
+                reply = json.loads(line)
+                i = reply["index"]
+                results[i] = (CompileError(reply["error"]) if "error" in reply else
+                              [Compiled(k["kernel"], k["ptx"], k["shared"])
+                               for k in reply["kernels"]])
+                if on_done is not None:
+                    on_done(i, results[i])
+            code = proc.wait()
+        finally:
+            timer.cancel()
+        if code != 0:
+            errors.seek(0)
+            tail = (errors.read().strip().splitlines() or ["no message"])[-1]
+            why = f"the compiler process ended with code {code}: {tail}" if code > 0 else \
+                f"the compiler took over {timeout_s:.0f} s"
+            for i, r in enumerate(results):
+                if isinstance(r, CompileError) and str(r).startswith("not compiled"):
+                    results[i] = CompileError(f"{programs[i].name or 'program'}: {why}")
+                    if on_done is not None:
+                        on_done(i, results[i])
+    return results
 
 
-def _compile_request(request: dict[str, Any]) -> dict[str, Any]:
+def _compile_request(request: dict[str, Any]) -> None:
+    """The subprocess: one JSON line per program, as each finishes."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    module = load(Path(request["path"]).read_text(), Path(request["path"]))
     target = GPUTarget(*request["target"])
-    out = []
-    for name, signature in request["kernels"]:
+    for index, item in enumerate(request["programs"]):
+        reply: dict[str, Any] = {"index": index, "kernels": []}
         try:
-            compiled: Any = triton.compile(ASTSource(getattr(module, name), signature, {}),
-                                           target=target,
-                                           options={"num_warps": request["num_warps"]})
-        except Exception as e:  # Triton raises its own and MLIR errors; name the kernel
-            text = str(e).strip()
-            first = text.splitlines()[0] if text else type(e).__name__
-            return {"error": f"kernel {name} did not compile for {tuple(request['target'])}: "
-                             f"{first}"}
-        out.append({"kernel": name, "ptx": compiled.asm["ptx"],
-                    "shared": int(getattr(compiled.metadata, "shared", 0))})
-    return {"kernels": out}
+            module = load(Path(item["path"]).read_text(), Path(item["path"]))
+        except Exception as e:
+            reply = {"index": index, "error": f"{Path(item['path']).name} did not import: "
+                                              f"{type(e).__name__}: {e}"}
+        for name, signature in item["kernels"] if "error" not in reply else []:
+            try:
+                compiled: Any = triton.compile(ASTSource(getattr(module, name), signature, {}),
+                                               target=target,
+                                               options={"num_warps": request["num_warps"]})
+            except Exception as e:  # Triton raises its own and MLIR errors; name the kernel
+                text = str(e).strip()
+                first = text.splitlines()[0] if text else type(e).__name__
+                reply = {"index": index, "error": f"kernel {name} did not compile for "
+                                                  f"{tuple(request['target'])}: {first}"}
+                break
+            reply["kernels"].append({"kernel": name, "ptx": compiled.asm["ptx"],
+                                     "shared": int(getattr(compiled.metadata, "shared", 0))})
+        print(json.dumps(reply), flush=True)
 
 
 def bench_cuda(fn: Any, warmup_ms: int = 25, rep_ms: int = 100) -> float:
@@ -176,4 +218,4 @@ def strip_locations(text: str) -> str:
 
 if __name__ == "__main__":
     # The compiling subprocess of `compile_ptx`: a JSON request on stdin, a JSON reply on stdout.
-    print(json.dumps(_compile_request(json.loads(sys.stdin.read()))))
+    _compile_request(json.loads(sys.stdin.read()))

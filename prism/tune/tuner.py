@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,26 +133,32 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
             return "budget"
         return None
 
+    for trial in finalists:
+        _generate(trial)
     workers = workers or max(1, min(4, os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending: dict[Future[None], Trial] = {
-            pool.submit(_build, t, compile_ptx): t for t in finalists}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                trial = pending.pop(fut)
-                stop = out_of_time()
-                if stop:
-                    result.stopped = stop
-                    trial.error = trial.error or f"not measured: tuning stopped ({stop})"
-                else:
-                    _measure(trial, backend, device, db, context)
-                tracer.emit(Measured(trial.config.id, trial.config.candidate,
-                                     _params_json(trial), trial.latency_us, trial.kind,
-                                     device.name))
-            if result.stopped:
-                for f in pending:
-                    f.cancel()
+    built: queue.Queue[Trial] = queue.Queue()
+    threads = _compile_in_background(finalists, compile_ptx, workers, built)
+    waiting = list(finalists)
+    while waiting:
+        stop = out_of_time()
+        if stop:
+            # keep everything measured so far; the rest is reported, not waited for
+            result.stopped = stop
+            for trial in waiting:
+                trial.error = trial.error or f"not measured: tuning stopped ({stop})"
+                trial.kind = backend.kind
+                _emit(tracer, trial, device)
+            break
+        try:
+            trial = built.get(timeout=0.25)
+        except queue.Empty:
+            continue
+        waiting.remove(trial)
+        _measure(trial, backend, device, db, context)
+        _emit(tracer, trial, device)
+    if not result.stopped:
+        for thread in threads:
+            thread.join()
     result.seconds = time.perf_counter() - started
     return result
 
@@ -177,6 +183,11 @@ def _anonymous(doc: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k != "name"}
 
 
+def _emit(tracer: Tracer, trial: Trial, device: DeviceSpec) -> None:
+    tracer.emit(Measured(trial.config.id, trial.config.candidate, _params_json(trial),
+                         trial.latency_us, trial.kind, device.name))
+
+
 def _params_json(trial: Trial) -> dict[str, Any]:
     out: dict[str, Any] = dict(trial.config.params)
     if trial.error:
@@ -198,16 +209,41 @@ def _screen(config: Config, device: DeviceSpec, tracer: Tracer) -> Trial:
     return trial
 
 
-def _build(trial: Trial, compile_ptx: bool) -> None:
-    """Generate the module and compile it (runs in a worker thread; compiling runs in a
-    subprocess, so workers compile in parallel)."""
-    from prism.instantiate.triton_backend import compile_ptx as compile_program
+def _generate(trial: Trial) -> None:
     try:
         trial.program = generate(trial.config.concrete(), name=trial.config.id)
-        if compile_ptx:
-            trial.ptx = {c.kernel: c.ptx for c in compile_program(trial.program)}
     except PrismError as e:
         trial.error = str(e)
+
+
+def _compile_in_background(trials: list[Trial], compile_ptx: bool, workers: int,
+                           built: queue.Queue[Trial]) -> list[threading.Thread]:
+    """Compile the trials' programs in `workers` subprocesses (each pays Triton's import once),
+    putting each trial on `built` as soon as its compile is done (at once when there is nothing
+    to compile)."""
+    todo = [t for t in trials if compile_ptx and t.program is not None and t.error is None]
+    for t in trials:
+        if t not in todo:
+            built.put(t)
+    if not todo:
+        return []
+    from prism.instantiate.triton_backend import Compiled, CompileError, compile_many
+
+    def run(chunk: list[Trial]) -> None:
+        def done(i: int, result: list[Compiled] | CompileError) -> None:
+            trial = chunk[i]
+            if isinstance(result, CompileError):
+                trial.error = str(result)
+            else:
+                trial.ptx = {c.kernel: c.ptx for c in result}
+            built.put(trial)
+        compile_many([t.program for t in chunk if t.program is not None], on_done=done)
+
+    chunks = [todo[k::workers] for k in range(min(workers, len(todo)))]
+    threads = [threading.Thread(target=run, args=(c,), daemon=True) for c in chunks]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def _context(backend: Backend, device: DeviceSpec) -> dict[str, Any]:
