@@ -284,7 +284,7 @@ def _print_search(doc: dict[str, Any]) -> None:
 
 def _cmd_optimize(args: argparse.Namespace) -> Any:
     from prism.pipeline import search_config_for, superoptimize
-    from prism.report import table_rows
+    from prism.report import check_text, table_rows
     from prism.tune import ResultDB
     target = _search_target(args)
     config = _search_config(args, search_config_for(target.graph, args.budget))
@@ -303,9 +303,8 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
             print(f"  {what:<{width}}  {value:>12}  {kind}")
         if result.best is not None:
             b = doc["best"]
-            print(f"  proof: {b['proof']}; check: " + (
-                "passed" if b["check"].get("passed") else
-                b["check"].get("reason") or b["check"].get("error", "failed")))
+            print(f"  proof: {b['proof']}")
+            print(f"  check: {check_text(b['check'])}")
             print(f"  modeled speed-up over eager: "
                   f"{doc['baseline']['modeled_speedup_vs_eager']:.2f}x")
         for name, path in doc["files"].items():

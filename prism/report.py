@@ -58,6 +58,19 @@ def table_rows(result: OptimizeResult) -> list[tuple[str, str, str]]:
     return rows
 
 
+def check_text(check: dict[str, Any]) -> str:
+    """The winner's check in words."""
+    if not check.get("checked"):
+        return f"not run: {check.get('reason', '')}"
+    if not check.get("passed"):
+        return f"FAILED: {check.get('error', check)}"
+    where = check.get("instance", "the winning kernel itself")
+    err = check.get("max_rel_err_vs_torch", check.get("max_rel_err_vs_interpreter"))
+    against = "torch" if "max_rel_err_vs_torch" in check else "the float64 interpreter"
+    return (f"passed in the {check.get('where')} on {where}: max relative error {err:.1e} "
+            f"against {against} (fp16 tolerance 2e-2), outputs poisoned with NaN first")
+
+
 def report_html(result: OptimizeResult) -> str:
     parts = [f"<h1>Prism Workbench: {_e(result.target)} on {_e(result.device)}</h1>",
              _table(result), _picture(result), _proof(result), _plot(result), _search(result)]
@@ -84,8 +97,8 @@ def _table(result: OptimizeResult) -> str:
         speed = result.eager_us / result.best.modeled_us
         extra = (f"<p>Modeled speed-up over eager: <b>{speed:.2f}×</b>; modeled latency / "
                  f"roofline: {result.best.modeled_us / result.roofline_us:.2f}×. Parameters: "
-                 f"<code>{_e(result.best.params)}</code>. Check: "
-                 f"<code>{_e(result.best.check)}</code></p>")
+                 f"<code>{_e(result.best.params)}</code>.</p><p>Check: "
+                 f"{_e(check_text(result.best.check))}</p>")
     else:
         extra = "<p><b>No kernel came out of tuning</b>; see the trials below.</p>"
     return f"<h2>Result</h2><table><tr><th>what</th><th>latency</th><th>kind</th></tr>" \
@@ -146,12 +159,18 @@ def _plot(result: OptimizeResult) -> str:
                                  y=[t.latency_us for t in fin], mode="markers",
                                  name=f"finalist ({fin[0].kind})",
                                  text=[t.config.id for t in fin]))
-    fig.add_hline(y=result.roofline_us, line_dash="dash",
-                  annotation_text=f"roofline {result.roofline_us:.2f} µs (modeled)")
-    fig.add_hline(y=result.eager_us, line_dash="dot",
-                  annotation_text=f"eager {result.eager_us:.2f} µs (modeled)")
-    fig.update_layout(title="Tuning", xaxis_title="configuration", yaxis_title="latency (µs)",
-                      yaxis_type="log", height=420)
+    span = [0, max(1, len(screened) - 1)]
+    for y, label, dash in ((result.roofline_us, "roofline bound", "dash"),
+                           (result.eager_us, "eager", "dot")):
+        fig.add_trace(go.Scatter(x=span, y=[y, y], mode="lines", line={"dash": dash},
+                                 name=f"{label} {y:.2f} µs (modeled)"))
+    values = sorted(t.modeled_us for t in screened) or [result.roofline_us]
+    top = max(result.eager_us, values[int(0.9 * (len(values) - 1))]) * 1.5
+    low = min(result.roofline_us, values[0]) / 1.5
+    fig.update_layout(title="Tuning: every configuration modeled, the finalists measured",
+                      xaxis_title="configuration (in the order screened)",
+                      yaxis_title="latency (µs, log)", yaxis_type="log", height=420,
+                      yaxis_range=[math.log10(low), math.log10(top)])
     trials = "".join(
         f"<tr><td>{_e(t.config.id)}</td><td>{t.modeled_us:.2f}</td><td>"
         f"{'inf' if not math.isfinite(t.latency_us) else f'{t.latency_us:.2f}'}</td>"
