@@ -41,7 +41,8 @@ def test_every_workload_gets_a_fused_kernel_that_matches_torch(cases, name, tmp_
     w = cases.small(name)
     arrays = w.random_inputs(7)
     module = load((tmp_path / "kernel.py").read_text())
-    got = module.run(*[torch.tensor(a, dtype=torch.float16) for a in arrays])
+    with np.errstate(all="ignore"):     # padded rows are 0/0 in the interpreter's numpy
+        got = module.run(*[torch.tensor(a, dtype=torch.float16) for a in arrays])
     want = w.reference(*[torch.tensor(a, dtype=torch.float16).double().numpy()
                          for a in arrays])[0]
     err = np.abs(got.double().numpy() - want).max() / np.abs(want).max()
