@@ -157,7 +157,7 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
                 trial.latency_us = math.inf
                 result.notes.append(f"{trial.config.id} failed its check; the next finalist "
                                     "was taken")
-            summary.update(result.best.check if result.best else {"best": None})
+            summary.update(_best_summary(result))
         if folder is not None:
             with tracer.stage("write") as summary:
                 from prism.report import write_outputs
@@ -236,6 +236,19 @@ def instantiate(graph: KernelGraph, result: SearchResult | None) -> list[Config]
         for env in assignments(cand.graph):
             configs.append(Config(cand.id, cand.graph, tuple(sorted(env.items()))))
     return configs
+
+
+def _best_summary(result: OptimizeResult) -> dict[str, Any]:
+    """What a replayed trace needs to show the winner: its config, numbers and graph."""
+    from prism.ir.serialize import graph_to_json
+    if result.best is None:
+        return {"best": None}
+    b = result.best
+    return {"best": b.config, "candidate": b.candidate, "params": b.params,
+            "latency_us": b.latency_us, "latency_kind": b.latency_kind,
+            "modeled_us": b.modeled_us, "roofline_us": result.roofline_us,
+            "eager_us": result.eager_us, "check": b.check, "graph": graph_to_json(b.graph),
+            "target": graph_to_json(result.graph)}
 
 
 def _best_kernel(result: OptimizeResult, trial: Trial, spec: Any) -> BestKernel:

@@ -247,10 +247,12 @@ class _Run:
         self.result.candidates.append(cand)
         if verdict.verdict == "equivalent":
             self._model(cand)
-            self.tracer.emit(CandidateVerified(cid, family, verdict.to_json(), verdict.method))
+            self.tracer.emit(CandidateVerified(cid, family, verdict.to_json(), verdict.method,
+                                               graph_to_json(member)))
         elif verdict.verdict in ("not_equivalent", "invalid"):
             self.tracer.emit(CandidateRejected(cid, family, verdict.counterexample or
-                                               {"reason": verdict.reason}, verdict.method))
+                                               {"reason": verdict.reason}, verdict.method,
+                                               graph_to_json(member)))
         else:
             self.tracer.emit(CandidateUndecided(cid, family, verdict.reason, verdict.method))
         return cand

@@ -86,6 +86,7 @@ class CandidateVerified(Event):
     family: str | None
     proof: dict[str, Any] | list[Any]
     method: str | None = None  # e.g. "egraph", "z3", "random"
+    graph: dict[str, Any] | None = None  # the candidate's sGraph JSON, when recorded
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class CandidateRejected(Event):
     family: str | None
     counterexample: dict[str, Any]
     method: str | None = None
+    graph: dict[str, Any] | None = None  # the candidate's sGraph JSON, when recorded
 
 
 @dataclass(frozen=True)
