@@ -46,10 +46,15 @@ _LAZY = {
 }
 
 
+_SUBPACKAGES = ("search", "instantiate", "tune", "pipeline", "cost", "verify", "expr", "trace")
+
+
 def __getattr__(name: str) -> Any:
+    import importlib
     if name in _LAZY:
-        import importlib
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _SUBPACKAGES:     # `prism.search.SearchConfig(...)` after a plain `import prism`
+        return importlib.import_module(f"prism.{name}")
     raise AttributeError(f"module 'prism' has no attribute {name!r}")
 
 

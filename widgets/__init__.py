@@ -1,5 +1,28 @@
 """Jupyter widgets of the workbench: thin views over prism's events and IR JSON.
 
-They import `prism.trace` and `prism.ir`, never the reverse (DESIGN.md §2). The views themselves
-(SGraphView, SearchExplorer, ProofView, TuningMonitor, Workbench) arrive with the workbench issue.
+They import `prism.trace` and `prism.ir`, never the reverse (DESIGN.md §2). Each widget is a
+plain-Python *state* that consumes events one at a time (`state.add(event)`) and answers queries,
+and a thin *view* (ipywidgets and plotly, imported when a view is made) that draws the state and
+redraws at most every 0.2 s, a page at a time, so a trace of 100,000 events stays responsive:
+
+- `SearchState` / `SearchExplorer` (`widgets.explorer`): the family tree, prunes per rule with
+  their evidence, the candidates; run / pause / step / cancel a live search.
+- `ProofState`, `CounterexampleState` / `ProofView` (`widgets.proof`): a candidate's proof step
+  by step, the rewritten subterms marked, or where it differs from the target.
+- `TuningState` / `TuningMonitor` (`widgets.tuning`): latencies by kind as they are measured,
+  best so far, the roofline and eager bounds, the failures.
 """
+
+from widgets.explorer import SearchExplorer, SearchState
+from widgets.proof import CounterexampleState, ProofState, ProofView
+from widgets.tuning import TuningMonitor, TuningState
+
+__all__ = [
+    "CounterexampleState",
+    "ProofState",
+    "ProofView",
+    "SearchExplorer",
+    "SearchState",
+    "TuningMonitor",
+    "TuningState",
+]

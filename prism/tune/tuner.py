@@ -7,7 +7,8 @@
    `Measured(kind="modeled")` event.
 2. **finalists**: the best `max_trials` by model get Triton code and are compiled for sm_90 in
    parallel worker processes; as each compile finishes, its kernel is measured by the backend
-   (one at a time, as on a GPU) and a `Measured` event carries the number and its kind.
+   (one at a time, as on a GPU) and a `Measured` event carries the number and its kind (with the
+   model backend, only a finalist that fails gets a second event: its `inf`).
    A configuration that fails to generate, compile or run scores `inf` — it is reported, it never
    stops the run.
 3. the best finalist wins: by the backend's latency, except that interpreted timings rank nothing
@@ -155,7 +156,8 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
             continue
         waiting.remove(trial)
         _measure(trial, backend, device, db, context)
-        _emit(tracer, trial, device)
+        if backend.kind != "modeled" or not trial.ok:
+            _emit(tracer, trial, device)      # a modeled finalist was already on the trace
     if not result.stopped:
         for thread in threads:
             thread.join()

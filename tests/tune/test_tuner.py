@@ -36,7 +36,8 @@ def test_screening_models_every_configuration_and_the_best_finalist_wins(cases):
     instantiated = [e for e in tracer.events if isinstance(e, Instantiated)]
     measured = [e for e in tracer.events if isinstance(e, Measured)]
     assert len(instantiated) == len(configs)
-    assert len(measured) == len(configs) + 3 and all(e.kind == "modeled" for e in measured)
+    # one event per configuration: a modeled finalist that compiled gets no second one
+    assert len(measured) == len(configs) and all(e.kind == "modeled" for e in measured)
     # the oracle: the cost model on each configuration's concrete graph
     lat = {c.id: modeled(c.concrete(), H100).latency_us for c in configs}
     assert result.best is not None

@@ -1,0 +1,135 @@
+"""Proofs and counterexamples from a real trace: the steps are the verifier's, each mark holds
+exactly the subterm the step rewrote (the oracle: `Term.at(path)` of the parsed term), HTML is
+escaped, and the views draw every step and every counterexample key."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+
+import pytest
+
+from prism.expr.terms import parse
+from prism.trace import CandidateRejected, CandidateVerified
+from widgets.proof import (
+    CounterexampleState,
+    ProofState,
+    ProofView,
+    counterexample_html,
+    highlight,
+    parse_sexpr,
+    proof_html,
+    subterm_span,
+    term_dot,
+)
+
+MARK = re.compile(r"<mark>(.*?)</mark>")
+
+
+def verified(events) -> list[CandidateVerified]:
+    found = [e for e in events if isinstance(e, CandidateVerified)]
+    assert any(e.proof["proof_steps"] > 0 for e in found)
+    return found
+
+
+def rejected(events) -> list[CandidateRejected]:
+    found = [e for e in events if isinstance(e, CandidateRejected)]
+    assert found
+    return found
+
+
+def test_the_steps_are_the_proofs_steps(recorded):
+    for e in verified(recorded.events):
+        state = ProofState.from_event(e)
+        assert [s.to_json() for s in state.steps] == [s for out in e.proof["proof"] for s in out]
+        assert len(state.steps) == e.proof["proof_steps"]
+        assert [s.number for s in state.steps] == list(range(1, len(state.steps) + 1))
+        assert (state.candidate, state.family, state.method) == (e.id, e.family, e.method)
+        assert state.sizes == e.proof["sizes"] and state.egraph == e.proof["egraph"]
+
+
+def test_each_mark_holds_what_the_step_rewrote(recorded):
+    steps = [s for e in verified(recorded.events) for s in ProofState.from_event(e).steps]
+    for s in steps:
+        (before,) = MARK.findall(s.before_html())
+        (after,) = MARK.findall(s.after_html())
+        assert html.unescape(before) == s.rewrote
+        assert html.unescape(after) == s.into
+        # the marked occurrence is the one at the step's path (the oracle: the parsed term)
+        a, b = subterm_span(s.before, s.path)
+        assert str(parse(s.before).at(s.path)) == s.before[a:b] == s.rewrote
+        assert html.unescape(MARK.sub(lambda m: m.group(1), s.before_html())) == s.before
+
+
+def test_marks_prefer_the_path_over_the_first_occurrence():
+    term = "(add (exp x) (exp x))"
+    assert highlight(term, "(exp x)", (1,)) == "(add (exp x) <mark>(exp x)</mark>)"
+    assert highlight(term, "(exp x)") == "(add <mark>(exp x)</mark> (exp x))"
+    assert highlight(term, "(exp x)", (7,)) == "(add <mark>(exp x)</mark> (exp x))"
+    assert highlight(term, "(log x)") == term                   # nothing to mark
+    assert highlight("(lt <a> b)", "<a>") == "(lt <mark>&lt;a&gt;</mark> b)"   # escaped
+    assert subterm_span(term, (0, 0)) == (10, 11)
+    assert subterm_span(term, (0, 1)) is None
+    assert parse_sexpr(term) == ("add", [("exp", [("x", [])]), ("exp", [("x", [])])])
+
+
+def test_proof_html_numbers_every_step(recorded):
+    e = max(verified(recorded.events), key=lambda e: e.proof["proof_steps"])
+    text = proof_html(ProofState.from_event(e))
+    state = ProofState.from_event(e)
+    assert text.count("<li>") == len(state.steps) == text.count("<mark>") // 2
+    for s in state.steps:
+        assert html.escape(s.axiom) in text and f"({s.direction})" in text
+        assert f"[{s.evidence}]" in text
+    assert "e-graph:" in text
+
+
+def test_a_proof_from_the_verdict_itself(recorded):
+    verdict = recorded.result.best.verdict
+    state = ProofState.from_json(verdict.to_json())
+    assert [s.to_json() for s in state.steps] == \
+        [s for out in verdict.to_json().get("proof", []) for s in out]
+    assert state.verdict == "equivalent"
+    empty = ProofState.from_json({"verdict": "equivalent", "method": "e-graph", "proof": [[]]})
+    assert "no rewrite needed" in proof_html(empty) and empty.final() is None
+
+
+def test_a_counterexample_table_has_every_key(recorded):
+    for e in rejected(recorded.events):
+        state = CounterexampleState.from_event(e)
+        assert [k for k, _ in state.rows()] == list(e.counterexample)
+        text = counterexample_html(state)
+        assert text.count("<tr>") == len(e.counterexample)
+        assert "not equivalent" in text and e.id in text
+        if "target" in e.counterexample:
+            assert f"{e.counterexample['target']:.6g}" in state.headline()
+    reason = CounterexampleState("c9", "f1", {"reason": "input X has shape [8, 64]"})
+    assert reason.headline() == "input X has shape [8, 64]"
+
+
+def test_the_views_construct(recorded):
+    e = max(verified(recorded.events), key=lambda e: e.proof["proof_steps"])
+    view = ProofView(e)
+    assert view.html.value.count("<li>") == e.proof["proof_steps"]
+    view = ProofView(rejected(recorded.events)[0])
+    assert isinstance(view.state, CounterexampleState) and "<table>" in view.html.value
+    assert isinstance(ProofView(e.proof).state, ProofState)
+    with pytest.raises(TypeError, match="cannot show"):
+        ProofView(42)  # type: ignore[arg-type]
+
+
+def test_the_final_term_as_a_drawing(recorded):
+    e = max(verified(recorded.events), key=lambda e: e.proof["proof_steps"])
+    state = ProofState.from_event(e)
+    dot = term_dot(state.final())
+
+    def nodes(t) -> int:
+        return 1 + sum(nodes(a) for a in t.args)
+
+    assert dot.count("->") == nodes(parse(state.final())) - 1    # a tree: one edge per child
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot program is not installed")
+    view = ProofView(state, graph=True)
+    svg = view.widget.children[1].value
+    assert svg.startswith("<svg") and "rms_norm" in svg

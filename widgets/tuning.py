@@ -1,0 +1,272 @@
+"""The tuning monitor: every configuration's latency as it is measured, labelled by its kind.
+
+    monitor = TuningMonitor.from_events(result.trace)
+    monitor = TuningMonitor(); tracer.subscribe(monitor)     # live
+
+`TuningState` consumes `Instantiated` and `Measured` events (and the pipeline's "check"
+`StageFinished`, whose summary names the winner, the roofline and the eager baseline): the points
+(config id, latency, kind) per kind, each kind's best-so-far curve, the failed configurations
+(latency `inf`, with `params["error"]`), and the bounds. Kinds are never mixed: a `modeled`
+number, an `interpreted` wall time and a `measured` GPU time mean different things
+(`prism.trace.MEASURE_KINDS`). Plain Python, no Jupyter.
+
+`TuningMonitor` is the view: a plotly `FigureWidget` with one scatter trace per kind (its own
+marker symbol), each kind's best so far as a line, the roofline and the eager baseline as
+horizontal lines, and a table of the failures; it redraws at most every `REDRAW_S` seconds from a
+timer thread, in one `batch_update`.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prism.trace import (
+    MEASURE_KINDS,
+    Event,
+    Instantiated,
+    Measured,
+    StageFinished,
+    Tracer,
+    read_jsonl,
+)
+from widgets.live import REDRAW_S, Throttle
+
+SYMBOLS = {"measured": "circle", "interpreted": "diamond", "modeled": "square"}
+RANKING = ("measured", "modeled", "interpreted")   # which kind ranks: interpreted times do not
+FAILURE_ROWS = 50
+
+
+@dataclass(frozen=True)
+class Point:
+    """One `Measured` event."""
+
+    n: int                      # its place among the measurements (the plot's x axis), from 1
+    config: str
+    candidate: str | None
+    latency_us: float           # inf: the configuration failed
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+    device: str | None = None
+    seq: int = -1
+
+    @property
+    def ok(self) -> bool:
+        return math.isfinite(self.latency_us)
+
+    @property
+    def error(self) -> str | None:
+        err = self.params.get("error")
+        return None if err is None else str(err)
+
+
+class TuningState:
+    """The tuning so far, from its events; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.measurements = 0
+        self.points: dict[str, list[Point]] = {k: [] for k in MEASURE_KINDS}   # finite only
+        self.curves: dict[str, list[float]] = {k: [] for k in MEASURE_KINDS}   # best so far
+        self.failures: list[Point] = []
+        self.instantiated: dict[str, dict[str, Any]] = {}   # config id → its parameters
+        self.roofline_us: float | None = None
+        self.eager_us: float | None = None
+        self.check: dict[str, Any] | None = None            # the check stage's summary
+
+    def add(self, event: Event) -> None:
+        self.events += 1
+        if isinstance(event, Instantiated):
+            self.instantiated[event.id] = event.params
+        elif isinstance(event, Measured):
+            self.measurements += 1
+            p = Point(self.measurements, event.id, event.candidate, event.latency_us,
+                      event.kind, event.params, event.device, event.seq)
+            if not p.ok:
+                self.failures.append(p)
+                return
+            curve = self.curves.setdefault(p.kind, [])
+            curve.append(min(curve[-1], p.latency_us) if curve else p.latency_us)
+            self.points.setdefault(p.kind, []).append(p)
+        elif isinstance(event, StageFinished) and event.stage == "check":
+            self.check = event.summary
+            self.set_bounds(roofline_us=_number(event.summary.get("roofline_us")),
+                            eager_us=_number(event.summary.get("eager_us")))
+
+    def set_bounds(self, *, roofline_us: float | None = None,
+                   eager_us: float | None = None) -> None:
+        """The roofline and eager latencies (µs, modeled); None leaves one as it is."""
+        if roofline_us is not None:
+            self.roofline_us = roofline_us
+        if eager_us is not None:
+            self.eager_us = eager_us
+
+    @property
+    def kinds(self) -> list[str]:
+        """The kinds with at least one finite point, in MEASURE_KINDS order."""
+        return [k for k in self.points if self.points[k]]
+
+    @property
+    def ranking_kind(self) -> str | None:
+        """The kind that ranks configurations: measured, else modeled, else interpreted."""
+        return next((k for k in RANKING if self.points.get(k)), None)
+
+    def best_so_far(self, kind: str) -> list[float]:
+        """After each point of `kind`, the least latency of that kind so far."""
+        return list(self.curves.get(kind, ()))
+
+    def best(self, kind: str | None = None) -> Point | None:
+        """The fastest point of `kind` (default: the ranking kind); the first on a tie."""
+        kind = kind or self.ranking_kind
+        points = self.points.get(kind or "", [])
+        return min(points, key=lambda p: p.latency_us) if points else None
+
+    @property
+    def winner(self) -> str | None:
+        """The configuration the pipeline chose (from the check stage), when it said."""
+        best = (self.check or {}).get("best")
+        return best if isinstance(best, str) else None
+
+
+def _number(x: object) -> float | None:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+
+class TuningMonitor:
+    """The view over a `TuningState`; a listener (`tracer.subscribe(monitor)`)."""
+
+    def __init__(self, state: TuningState | None = None, *, interval: float = REDRAW_S):
+        import ipywidgets as w
+        import plotly.graph_objects as go
+
+        self.state = state or TuningState()
+        self._lock = threading.RLock()
+        self._draw_lock = threading.Lock()
+        self._throttle = Throttle(self.redraw, interval)
+        traces: list[Any] = []
+        self.scatter: dict[str, int] = {}       # kind → trace index
+        self.lines: dict[str, int] = {}         # kind → its best-so-far line
+        for kind in MEASURE_KINDS:
+            self.scatter[kind] = len(traces)
+            traces.append(go.Scatter(
+                x=[], y=[], mode="markers", name=f"{kind} latency",
+                marker={"symbol": SYMBOLS.get(kind, "circle"), "size": 8},
+                hovertemplate="%{text}<br>%{y:.4g} µs (" + kind + ")<extra></extra>"))
+        for kind in MEASURE_KINDS:
+            self.lines[kind] = len(traces)
+            traces.append(go.Scatter(x=[], y=[], mode="lines", name=f"best so far ({kind})",
+                                     line={"shape": "hv"}, hoverinfo="skip"))
+        self.roofline = len(traces)
+        traces.append(go.Scatter(x=[], y=[], mode="lines", name="roofline (modeled bound)",
+                                 line={"dash": "dash", "color": "black"}, hoverinfo="skip"))
+        self.eager = len(traces)
+        traces.append(go.Scatter(x=[], y=[], mode="lines", name="eager (modeled)",
+                                 line={"dash": "dot", "color": "gray"}, hoverinfo="skip"))
+        self.figure = go.FigureWidget(traces, layout=go.Layout(
+            title="tuning", xaxis_title="measurement", yaxis_title="latency (µs)", height=360,
+            margin={"l": 50, "r": 10, "t": 40, "b": 40}))
+        self.header = w.HTML()
+        self.failures = w.HTML()
+        self.widget = w.VBox([self.header, self.figure, self.failures])
+        self.redraw()
+
+    def add(self, event: Event) -> None:
+        with self._lock:
+            self.state.add(event)
+        self._throttle.request()
+
+    __call__ = add
+
+    def attach(self, tracer: Tracer) -> Callable[[], None]:
+        return tracer.subscribe(self.add)
+
+    def set_bounds(self, *, roofline_us: float | None = None,
+                   eager_us: float | None = None) -> None:
+        with self._lock:
+            self.state.set_bounds(roofline_us=roofline_us, eager_us=eager_us)
+        self._throttle.request()
+
+    def flush(self) -> None:
+        """Draw now (rather than at the throttle's next tick)."""
+        self._throttle.flush()
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event] | str | Path, **kwargs: Any) -> TuningMonitor:
+        view = cls(**kwargs)
+        if isinstance(events, str | Path):
+            events = read_jsonl(events)
+        with view._lock:
+            for event in events:
+                view.state.add(event)
+        view.redraw()
+        return view
+
+    def redraw(self) -> None:
+        with self._draw_lock:
+            self._redraw()
+
+    def _redraw(self) -> None:
+        with self._lock:
+            s = self.state
+            series = {k: ([p.n for p in s.points[k]], [p.latency_us for p in s.points[k]],
+                          [p.config for p in s.points[k]], s.best_so_far(k))
+                      for k in MEASURE_KINDS}
+            span = [0, max(s.measurements, 1)]
+            bounds = {self.roofline: s.roofline_us, self.eager: s.eager_us}
+            header = _header_html(s)
+            failures = failures_html(s.failures)
+        data = self.figure.data
+        # the arrays are sent whole; at most once per interval, so thousands of points are fine
+        with self.figure.batch_update():
+            for kind, (xs, ys, text, curve) in series.items():
+                dots, line = data[self.scatter[kind]], data[self.lines[kind]]
+                if len(dots.x or ()) != len(xs):
+                    dots.x, dots.y, dots.text = xs, ys, text
+                    line.x, line.y = xs, curve
+                dots.showlegend = line.showlegend = bool(xs)
+            for index, value in bounds.items():
+                trace = data[index]
+                trace.x, trace.y = (span, [value, value]) if value is not None else ([], [])
+                trace.showlegend = value is not None
+        self.header.value = header
+        self.failures.value = failures
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def _header_html(s: TuningState) -> str:
+    parts = [f"{s.measurements} measurements, {len(s.failures)} failed"]
+    best = s.best()
+    if best is not None:
+        parts.append(f"best <code>{html.escape(best.config)}</code>: "
+                     f"{best.latency_us:.4g} µs ({html.escape(best.kind)})")
+    if s.winner is not None:
+        parts.append(f"chosen <code>{html.escape(s.winner)}</code>")
+    if s.roofline_us is not None:
+        parts.append(f"roofline {s.roofline_us:.4g} µs")
+    if s.eager_us is not None:
+        parts.append(f"eager {s.eager_us:.4g} µs")
+    return " · ".join(parts)
+
+
+def failures_html(failures: list[Point], limit: int = FAILURE_ROWS) -> str:
+    """The failed configurations, newest last, at most `limit` rows (and how many are left)."""
+    if not failures:
+        return "<p><i>no failed configurations</i></p>"
+    shown = failures[-limit:]
+    rows = "".join(
+        f"<tr><td>{p.n}</td><td><code>{html.escape(p.config)}</code></td>"
+        f"<td>{html.escape(p.candidate or '')}</td><td>{html.escape(p.kind)}</td>"
+        f"<td>{html.escape(p.error or 'latency inf, no error recorded')}</td></tr>"
+        for p in shown)
+    more = (f"<p>{len(failures) - len(shown)} earlier failures not shown</p>"
+            if len(failures) > len(shown) else "")
+    return (f"<p><b>{len(failures)} failed</b></p>{more}<table class='prism-failures'><thead>"
+            "<tr><th>#</th><th>config</th><th>candidate</th><th>kind</th><th>error</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table>")
