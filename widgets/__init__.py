@@ -11,11 +11,16 @@ redraws at most every 0.2 s, a page at a time, so a trace of 100,000 events stay
   by step, the rewritten subterms marked, or where it differs from the target.
 - `TuningState` / `TuningMonitor` (`widgets.tuning`): latencies by kind as they are measured,
   best so far, the roofline and eager bounds, the failures.
+- `SGraphState` / `SGraphView` (`widgets.sgraph`): a kernel graph's blocks, maps and symbolic
+  tiles; an assignment's concrete tiles and which limit fails; abstract expressions.
+- `Workbench` (`widgets.workbench`): all of them over one run — live (`run()`), replayed
+  (`from_trace`), or saved as a static page (`save_html`).
 """
 
 from widgets.explorer import SearchExplorer, SearchState
 from widgets.proof import CounterexampleState, ProofState, ProofView
 from widgets.tuning import TuningMonitor, TuningState
+from widgets.workbench import Workbench
 
 __all__ = [
     "CounterexampleState",
@@ -25,4 +30,5 @@ __all__ = [
     "SearchState",
     "TuningMonitor",
     "TuningState",
+    "Workbench",
 ]

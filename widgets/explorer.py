@@ -344,13 +344,23 @@ class SearchExplorer:
         """Set the search that `run()` starts (the run button starts it)."""
         graph = _kernel_graph(target)
 
-        def start() -> None:
+        def job(tracer: Tracer, cancel: threading.Event) -> Any:
             from prism.search import search  # the engine, only when a search is run
+            return search(graph, config, tracer=tracer, cancel=cancel)
 
-            tracer = Tracer(keep=False)       # the state keeps what the view needs
+        self.prepare_job(job)
+
+    def prepare_job(self, job: Callable[[Tracer, threading.Event], Any],
+                    listeners: Iterable[Callable[[Event], None]] = ()) -> None:
+        """Set what `run()` starts: `job(tracer, cancel)` in a background thread, its events
+        through this view's pause/step gate to this view and to `listeners` (other views)."""
+        def start() -> None:
+            tracer = Tracer(keep=False)       # the states keep what the views need
             tracer.subscribe(self._listen)
+            for listener in listeners:
+                tracer.subscribe(listener)
             try:
-                self.result = search(graph, config, tracer=tracer, cancel=self._cancel)
+                self.result = job(tracer, self._cancel)
             except BaseException as err:  # shown in the view and kept for the caller
                 self.error = err
             finally:
