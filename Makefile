@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 OUT ?= out
 WORKLOAD ?= rmsnorm_matmul
-APT_PACKAGES := graphviz
+APT_PACKAGES := graphviz chromium
 
 .PHONY: run test lab install system-deps lint typecheck unit clean
 
@@ -32,7 +32,8 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $@
 
 system-deps:
-	@missing=""; command -v dot >/dev/null || missing="$(APT_PACKAGES)"; \
+	@missing=""; command -v dot >/dev/null || missing="graphviz"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages: $$missing"; \
 	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \

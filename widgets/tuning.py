@@ -168,7 +168,8 @@ class TuningMonitor:
         traces.append(go.Scatter(x=[], y=[], mode="lines", name="eager (modeled)",
                                  line={"dash": "dot", "color": "gray"}, hoverinfo="skip"))
         self.figure = go.FigureWidget(traces, layout=go.Layout(
-            title="tuning", xaxis_title="measurement", yaxis_title="latency (µs)", height=360,
+            title="tuning", xaxis_title="measurement", yaxis_title="latency (µs, log)",
+            yaxis_type="log", height=360,
             margin={"l": 50, "r": 10, "t": 40, "b": 40}))
         self.header = w.HTML()
         self.failures = w.HTML()
