@@ -71,6 +71,7 @@ class ProofState:
     reason: str = ""
     candidate: str | None = None
     family: str | None = None
+    egraph_view: dict[str, Any] | None = None   # the e-graph around the first output's class
 
     @classmethod
     def from_json(cls, proof: dict[str, Any] | list[Any], *, candidate: str | None = None,
@@ -92,7 +93,7 @@ class ProofState:
         return cls(str(doc.get("verdict", "equivalent")), str(doc.get("method", "")),
                    str(doc.get("sizes", "")), tuple(outputs), str(doc.get("egraph", "")),
                    float(seconds) if isinstance(seconds, int | float) else None,
-                   str(doc.get("reason", "")), candidate, family)
+                   str(doc.get("reason", "")), candidate, family, doc.get("egraph_view"))
 
     @classmethod
     def from_event(cls, event: CandidateVerified) -> ProofState:
@@ -302,11 +303,12 @@ def counterexample_html(state: CounterexampleState) -> str:
 # -- the view ------------------------------------------------------------------------------------
 
 class ProofView:
-    """A proof or a counterexample as a widget; `graph=True` adds a drawing of the proof's final
-    term per output (needs Graphviz's `dot`; without it the view says so and shows the rest)."""
+    """A proof or a counterexample as a widget, with a small picture of the e-graph around the
+    final class when the proof carries one (else of the proof's final term); `graph=False`
+    leaves the picture out (it needs Graphviz's `dot`; without it the view says so)."""
 
     def __init__(self, source: ProofState | CounterexampleState | CandidateVerified |
-                 CandidateRejected | dict[str, Any], *, graph: bool = False):
+                 CandidateRejected | dict[str, Any], *, graph: bool = True):
         import ipywidgets as w
 
         self.state = _state(source)
@@ -315,8 +317,14 @@ class ProofView:
         self.html = w.HTML(body)
         children = [self.html]
         if graph and isinstance(self.state, ProofState):
-            children.append(w.HTML(self.term_svg()))
+            children.append(w.HTML(self.egraph_svg() if self.state.egraph_view
+                                   else self.term_svg()))
         self.widget = w.VBox(children)
+
+    def egraph_svg(self) -> str:
+        """The e-graph around the final class as inline SVG (or a note why not)."""
+        assert isinstance(self.state, ProofState) and self.state.egraph_view is not None
+        return _svg(egraph_dot(self.state.egraph_view))
 
     def term_svg(self) -> str:
         """The final term of each output's proof as inline SVG (or a note why not)."""
@@ -340,6 +348,46 @@ class ProofView:
         return self.widget._repr_mimebundle_(**kwargs)
 
 
+def egraph_dot(view: dict[str, Any]) -> str:
+    """DOT of an e-graph neighbourhood (`EGraph.neighbourhood`): one dashed box per e-class
+    holding its e-nodes, an arrow from each e-node to each child class; the final class (the
+    one both programs reached) drawn bold, classes cut off by the size limit greyed."""
+    def q(text: object) -> str:
+        return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    lines = ["digraph egraph {", "compound=true; rankdir=TB; node [shape=box, fontsize=10, "
+             "style=rounded, fontname=monospace]; edge [arrowsize=0.6];"]
+    anchor: dict[int, str] = {}
+    for cls in view["classes"]:
+        cid = cls["id"]
+        bold = "; penwidth=2.5" if cid == view["root"] else ""
+        lines.append(f"subgraph cluster_{cid} {{ label={q(f'class {cid}')}; style=dashed{bold};")
+        for k, node in enumerate(cls["nodes"]):
+            name = f"n{cid}_{k}"
+            anchor.setdefault(cid, name)
+            lines.append(f"{name} [label={q(node['head'])}];")
+        lines.append("}")
+    for cid in view.get("cut", []):
+        anchor[cid] = f"cut{cid}"
+        lines.append(f"cut{cid} [label={q(f'class {cid} …')}, color=gray, fontcolor=gray];")
+    for cls in view["classes"]:
+        for k, node in enumerate(cls["nodes"]):
+            for child in node["children"]:
+                head = f", lhead=cluster_{child}" if child not in view.get("cut", []) else ""
+                lines.append(f"n{cls['id']}_{k} -> {anchor[child]} [{head.lstrip(', ')}];")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _svg(dot: str) -> str:
+    try:
+        import graphviz
+        text = graphviz.Source(dot).pipe(format="svg").decode("utf-8")
+        return text[text.find("<svg"):]                   # inline: no XML prolog
+    except Exception as err:  # no `dot` program, or it failed: say so, show the rest
+        return (f"<p><i>no drawing ({html.escape(type(err).__name__)}: "
+                f"{html.escape(str(err))})</i></p>")
+
+
 def _state(source: Any) -> ProofState | CounterexampleState:
     if isinstance(source, ProofState | CounterexampleState):
         return source
@@ -357,4 +405,4 @@ def _state(source: Any) -> ProofState | CounterexampleState:
 
 
 __all__ = ["CounterexampleState", "ProofState", "ProofStep", "ProofView", "counterexample_html",
-           "highlight", "proof_html", "term_dot"]
+           "egraph_dot", "highlight", "proof_html", "term_dot"]

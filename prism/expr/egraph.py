@@ -403,6 +403,25 @@ class EGraph:
         self.rebuild()
         return [ENode(*node) for node in self._classes[self.find(class_id)].nodes]
 
+    def neighbourhood(self, class_id: int, max_classes: int = 12) -> dict[str, Any]:
+        """A small picture of the e-graph around a class, as JSON: the classes reachable from it
+        through its e-nodes' children, breadth first, at most `max_classes`, each with its
+        e-nodes (head and child class ids); children beyond the limit are listed as cut."""
+        self.rebuild()
+        root = self.find(class_id)
+        order, seen = [root], {root}
+        for cid in order:
+            for node in self.nodes(cid):
+                for child in map(self.find, node.children):
+                    if child not in seen and len(order) < max_classes:
+                        seen.add(child)
+                        order.append(child)
+        return {"root": root, "classes": [
+            {"id": c, "nodes": [{"head": n.head, "children": [self.find(x) for x in n.children]}
+                                for n in self.nodes(c)]} for c in order],
+            "cut": sorted({self.find(x) for c in order for n in self.nodes(c)
+                           for x in n.children} - seen)}
+
     def data(self, class_id: int) -> Any:
         """The analysis data of a class (None without an analysis)."""
         self.rebuild()

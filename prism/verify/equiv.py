@@ -50,6 +50,7 @@ class Verdict:
     reason: str = ""
     report: str = ""
     sizes: str = ""        # a proof's grid and loop sizes: "symbolic" (every size) or "concrete"
+    egraph_view: dict[str, Any] | None = None   # the e-graph around the first output's class
 
     @property
     def proof_steps(self) -> int:
@@ -67,6 +68,8 @@ class Verdict:
             out["reason"] = self.reason
         if self.report:
             out["egraph"] = self.report
+        if self.egraph_view:
+            out["egraph_view"] = self.egraph_view
         return out
 
 
@@ -142,7 +145,8 @@ def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _
             check_explanation(steps, table, c, t, analysis)
             proofs.append(tuple(steps))
         return Verdict("equivalent", "e-graph", clock(), steps=tuple(proofs), report=str(report),
-                       sizes="concrete" if concrete else "symbolic")
+                       sizes="concrete" if concrete else "symbolic",
+                       egraph_view=egraph.neighbourhood(pairs[0][1]))
     stop = {"saturated": "the axioms cannot show it (saturated)"}.get(
         report.stop_reason, f"limit reached ({report.stop_reason})")
     notes.append(f"{stop} with {'concrete' if concrete else 'symbolic'} sizes: {report}")

@@ -195,4 +195,5 @@ def run_notebook(page, lab) -> None:
     names = [b.text_content() for b in proof.locator("li > div:first-child > b").all()]
     assert names and all(n in AXIOMS_BY_NAME for n in names), names     # the axiom table's
     assert proof.locator("li mark").count() >= len(names)        # the rewritten subterms
+    assert proof.locator("svg text", has_text="class").count() >= 2   # the e-graph picture
     proof.first.screenshot(path=str(OUTPUT / "proof.png"))

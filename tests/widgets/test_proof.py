@@ -133,3 +133,23 @@ def test_the_final_term_as_a_drawing(recorded):
     view = ProofView(state, graph=True)
     svg = view.widget.children[1].value
     assert svg.startswith("<svg") and "rms_norm" in svg
+
+
+def test_the_egraph_around_the_final_class_is_drawn(recorded):
+    from widgets.proof import ProofView, egraph_dot
+    event = next(e for e in recorded.events if isinstance(e, CandidateVerified)
+                 and e.proof["proof_steps"] > 0)
+    state = ProofState.from_event(event)
+    view = state.egraph_view
+    assert view is not None and view["classes"][0]["id"] == view["root"]
+    dot = egraph_dot(view)
+    shown = {c["id"] for c in view["classes"]}
+    for cls in view["classes"]:
+        assert f"subgraph cluster_{cls['id']} " in dot
+        for k, node in enumerate(cls["nodes"]):
+            for child in node["children"]:      # an arrow to every child class, shown or cut
+                assert child in shown or child in view["cut"]
+                assert f"n{cls['id']}_{k} -> " in dot
+    assert "penwidth=2.5" in dot.split(f"cluster_{view['root']} ", 1)[1].split("\n", 1)[0]
+    svg = ProofView(event).widget.children[1].value
+    assert "<svg" in svg and f"class {view['root']}" in svg
