@@ -123,6 +123,14 @@ def test_the_workbench_in_a_real_browser(lab):
             browser.close()
 
 
+def shot(page, element, name: str) -> None:
+    """A screenshot of the page with `element` scrolled into view (Lab draws only what is in
+    view, so element screenshots of long outputs come out clipped)."""
+    element.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(OUTPUT / name))
+
+
 def outputs(page, index: int):
     """The output area of code cell `index`."""
     return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea-output")
@@ -169,7 +177,7 @@ def run_notebook(page, lab) -> None:
     assert cluster.count() >= 1, "no block-graph cluster label in the sGraph SVG"
     label = " ".join(t.text_content() or "" for t in cluster.all())
     assert "forloop range" in label and "block 128 threads" in label, label
-    outputs(page, 3).first.screenshot(path=str(OUTPUT / "sgraph.png"))
+    shot(page, cluster.first, "sgraph.png")
 
     # a pruned family: filter by status, choose the first row, see its rule and reason
     explorer = outputs(page, 0)
@@ -186,7 +194,7 @@ def run_notebook(page, lab) -> None:
     assert rule is not None, text                       # the rule ...
     reason = text.split(f"pruned by {rule}:", 1)[1].strip()
     assert len(reason) > 10, text                       # ... and its reason, in words
-    explorer.first.screenshot(path=str(OUTPUT / "explorer.png"))
+    shot(page, detail.first, "explorer.png")
     assert first is not None
 
     # the proof: numbered steps, each naming its axiom
@@ -196,4 +204,4 @@ def run_notebook(page, lab) -> None:
     assert names and all(n in AXIOMS_BY_NAME for n in names), names     # the axiom table's
     assert proof.locator("li mark").count() >= len(names)        # the rewritten subterms
     assert proof.locator("svg text", has_text="class").count() >= 2   # the e-graph picture
-    proof.first.screenshot(path=str(OUTPUT / "proof.png"))
+    shot(page, proof.first, "proof.png")
