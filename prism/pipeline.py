@@ -123,6 +123,8 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
     if not budget_s > 0:
         raise PrismError(f"the budget is {budget_s} s; give a positive time, e.g. --budget 120")
     tracer = tracer or Tracer()
+    events: list[Event] = []             # the run's own events, whatever the tracer keeps
+    tracer.subscribe(events.append)
     writer = None
     folder = Path(out) if out is not None else None
     if folder is not None:
@@ -158,6 +160,7 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
                 result.notes.append(f"{trial.config.id} failed its check; the next finalist "
                                     "was taken")
             summary.update(_best_summary(result))
+        result.trace = events
         if folder is not None:
             with tracer.stage("write") as summary:
                 from prism.report import write_outputs
@@ -166,7 +169,7 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
     finally:
         if writer is not None:
             writer.close()
-    result.trace = list(tracer.events)
+    result.trace = list(events)
     result.seconds = time.perf_counter() - started
     if folder is not None:
         from prism.report import write_result_json

@@ -1,9 +1,10 @@
 """What `prism optimize --out DIR` writes: the kernel module, its PTX, the result JSON and a
-self-contained HTML report (the sGraph picture, the proof, the tuning plot and the table of
-latencies, each with its kind). The trace (`trace.jsonl`) is written as events happen.
+self-contained HTML report (the table of latencies, each with its kind, the sGraph picture, the
+proof, the tuning plot, the search). The trace (`trace.jsonl`) is written as events happen.
 
-The report is static HTML: it opens without a running kernel or a network (plotly's script is
-embedded).
+The report (`page`) is made from the run's events alone, so `widgets.Workbench.save_html` gives
+the same page for a live or replayed run. It is static HTML: it opens without a running kernel
+or a network (plotly's script is embedded).
 """
 
 from __future__ import annotations
@@ -11,10 +12,20 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prism.instantiate.triton_backend import strip_locations
+from prism.ir.graph import KernelGraph
+from prism.trace import (
+    CandidateVerified,
+    Event,
+    FamilyPruned,
+    Measured,
+    SearchFinished,
+    StageFinished,
+)
 
 if TYPE_CHECKING:
     from prism.pipeline import OptimizeResult
@@ -36,7 +47,7 @@ def write_outputs(result: OptimizeResult, folder: Path) -> dict[str, str]:
     else:
         for key in ("kernel", "ptx"):
             files.pop(key)
-    files["report"].write_text(report_html(result))
+    files["report"].write_text(page(result.trace, result.target))
     return {k: str(v) for k, v in files.items()}
 
 
@@ -71,11 +82,21 @@ def check_text(check: dict[str, Any]) -> str:
             f"against {against} (fp16 tolerance 2e-2), outputs poisoned with NaN first")
 
 
-def report_html(result: OptimizeResult) -> str:
-    parts = [f"<h1>Prism Workbench: {_e(result.target)} on {_e(result.device)}</h1>",
-             _table(result), _picture(result), _proof(result), _plot(result), _search(result)]
+def page(events: Sequence[Event], title: str | None = None) -> str:
+    """The static page of a run, from its events alone, so that the same page comes from a
+    finished `superoptimize` and from a replayed trace (`widgets.Workbench.save_html`): the
+    winner with its latency, roofline and eager (each with its kind), its sGraph picture, its
+    proof, the tuning plot, and the search's counts with an example of each rule's reason."""
+    check = next((e.summary for e in events if isinstance(e, StageFinished)
+                  and e.stage == "check" and e.summary.get("best")), None)
+    search = next((e.summary for e in events if isinstance(e, SearchFinished)), None)
+    device = next((e.device for e in events if isinstance(e, Measured) and e.device), None)
+    name = title or (search or {}).get("target") or "a run"
+    heading = f"Prism Workbench: {name}" + (f" on {device}" if device else "")
+    parts = [f"<h1>{_e(heading)}</h1>", _result(check), _picture(check),
+             _proof(check, events), _plot(events, check), _search(search, events)]
     return ("<!doctype html><html><head><meta charset='utf-8'><title>Prism: "
-            f"{_e(result.target)}</title><style>{_CSS}</style></head><body>"
+            f"{_e(name)}</title><style>{_CSS}</style></head><body>"
             + "\n".join(parts) + "</body></html>")
 
 
@@ -89,99 +110,112 @@ def _e(text: Any) -> str:
     return html.escape(str(text))
 
 
-def _table(result: OptimizeResult) -> str:
-    rows = "".join(f"<tr><td>{_e(w)}</td><td>{_e(v)}</td><td class='kind'>{_e(k)}</td></tr>"
-                   for w, v, k in table_rows(result))
-    extra = ""
-    if result.best is not None:
-        speed = result.eager_us / result.best.modeled_us
-        extra = (f"<p>Modeled speed-up over eager: <b>{speed:.2f}×</b>; modeled latency / "
-                 f"roofline: {result.best.modeled_us / result.roofline_us:.2f}×. Parameters: "
-                 f"<code>{_e(result.best.params)}</code>.</p><p>Check: "
-                 f"{_e(check_text(result.best.check))}</p>")
-    else:
-        extra = "<p><b>No kernel came out of tuning</b>; see the trials below.</p>"
-    return f"<h2>Result</h2><table><tr><th>what</th><th>latency</th><th>kind</th></tr>" \
-           f"{rows}</table>{extra}"
+def _result(check: dict[str, Any] | None) -> str:
+    if check is None:
+        return "<h2>Result</h2><p><b>No kernel came out of this run</b> (or it has not ended).</p>"
+    graph = KernelGraph.from_json(check["graph"])
+    rows = [(f"best: {check['best']} ({graph.num_kernels} kernel(s))",
+             check["latency_us"], check["latency_kind"])]
+    if check["latency_kind"] != "modeled":
+        rows.append(("best, by the cost model", check["modeled_us"], "modeled"))
+    rows += [("roofline bound of the program", check["roofline_us"], "modeled"),
+             ("eager (one kernel per operator)", check["eager_us"], "modeled")]
+    body = "".join(f"<tr><td>{_e(w)}</td><td>{v:.2f} µs</td><td class='kind'>{_e(k)}</td></tr>"
+                   for w, v, k in rows)
+    return ("<h2>Result</h2><table><tr><th>what</th><th>latency</th><th>kind</th></tr>"
+            f"{body}</table><p>Modeled speed-up over eager: "
+            f"<b>{check['eager_us'] / check['modeled_us']:.2f}×</b>; modeled latency / roofline: "
+            f"{check['modeled_us'] / check['roofline_us']:.2f}×. Parameters: "
+            f"<code>{_e(check['params'])}</code>.</p>"
+            f"<p>Check: {_e(check_text(check.get('check') or {}))}</p>")
 
 
-def _picture(result: OptimizeResult) -> str:
-    if result.best is None:
+def _picture(check: dict[str, Any] | None) -> str:
+    if check is None:
         return ""
     try:
         from prism.ir.render import to_svg
-        svg = to_svg(result.best.graph)
-    except Exception as e:  # graphviz missing or failing: the report still has everything else
-        return f"<h2>sGraph</h2><p>(no picture: {_e(e)})</p>"
+        svg = to_svg(KernelGraph.from_json(check["graph"]))
+    except Exception as e:  # graphviz missing or failing: the page still has everything else
+        return f"<h2>The kernel graph</h2><p>(no picture: {_e(e)})</p>"
     return f"<h2>The kernel graph (sGraph member)</h2>{svg}"
 
 
-def _proof(result: OptimizeResult) -> str:
-    best = result.best
-    if best is None:
+def _proof(check: dict[str, Any] | None, events: Sequence[Event]) -> str:
+    if check is None:
         return ""
-    if best.verdict is None:
+    proved = next((e for e in events if isinstance(e, CandidateVerified)
+                   and e.id == check.get("candidate")), None)
+    if proved is None:
         return ("<h2>Equivalence</h2><p>The best kernel is the input program itself "
                 "(equivalent by identity).</p>")
-    v = best.verdict
-    from prism.verify.equiv import step_json
+    doc = proved.proof if isinstance(proved.proof, dict) else {"proof": proved.proof}
     items = []
-    for k, proof in enumerate(v.steps):
-        steps = "".join(
+    for k, steps in enumerate(doc.get("proof") or []):
+        lines = "".join(
             f"<li><b>{_e(s['axiom'])}</b> ({_e(s['direction'])}): <code>{_e(s['rewrote'])}"
             f"</code> → <code>{_e(s['into'])}</code><br><span class='kind'>"
-            f"{_e(s['statement'])} — {_e(s['evidence'])}</span></li>"
-            for s in map(step_json, proof))
-        items.append(f"<h3>output {k}</h3><ol>{steps}</ol>")
-    return (f"<h2>Equivalence proof</h2><p>{_e(v.verdict)} by {_e(v.method)}, "
-            f"{v.proof_steps} rewrite steps, {_e(v.sizes or 'concrete')} sizes.</p>"
-            + "".join(items))
+            f"{_e(s['statement'])} — {_e(s['evidence'])}</span></li>" for s in steps)
+        items.append(f"<h3>output {k}</h3><ol>{lines}</ol>")
+    return (f"<h2>Equivalence proof</h2><p>{_e(doc.get('verdict', 'equivalent'))} by "
+            f"{_e(doc.get('method', proved.method))}, {doc.get('proof_steps', 0)} rewrite "
+            f"steps, {_e(doc.get('sizes') or 'concrete')} sizes.</p>" + "".join(items))
 
 
-def _plot(result: OptimizeResult) -> str:
-    if result.tuning is None:
+def _plot(events: Sequence[Event], check: dict[str, Any] | None) -> str:
+    measured = [e for e in events if isinstance(e, Measured)]
+    if not measured:
         return ""
     import plotly.graph_objects as go
     fig = go.Figure()
-    screened = [t for t in result.tuning.screened if math.isfinite(t.modeled_us)]
-    fig.add_trace(go.Scatter(x=list(range(len(screened))), y=[t.modeled_us for t in screened],
-                             mode="markers", name="configuration (modeled)",
-                             text=[t.config.id for t in screened]))
-    best, curve = math.inf, []
-    for t in screened:
-        best = min(best, t.modeled_us)
-        curve.append(best)
-    fig.add_trace(go.Scatter(x=list(range(len(curve))), y=curve, mode="lines",
-                             name="best so far (modeled)"))
-    fin = [t for t in result.tuning.finalists if t.ok and t.kind != "modeled"]
-    if fin:
-        fig.add_trace(go.Scatter(x=[screened.index(t) for t in fin if t in screened],
-                                 y=[t.latency_us for t in fin], mode="markers",
-                                 name=f"finalist ({fin[0].kind})",
-                                 text=[t.config.id for t in fin]))
-    span = [0, max(1, len(screened) - 1)]
-    for y, label, dash in ((result.roofline_us, "roofline bound", "dash"),
-                           (result.eager_us, "eager", "dot")):
+    finite = [e for e in measured if math.isfinite(e.latency_us)]
+    for kind in sorted({e.kind for e in finite}):
+        mine = [(i, e) for i, e in enumerate(measured) if e.kind == kind
+                and math.isfinite(e.latency_us)]
+        fig.add_trace(go.Scatter(x=[i for i, _ in mine], y=[e.latency_us for _, e in mine],
+                                 mode="markers", name=f"configuration ({kind})",
+                                 text=[e.id for _, e in mine]))
+        best, curve = math.inf, []
+        for _, e in mine:
+            best = min(best, e.latency_us)
+            curve.append(best)
+        fig.add_trace(go.Scatter(x=[i for i, _ in mine], y=curve, mode="lines",
+                                 name=f"best so far ({kind})"))
+    span = [0, max(1, len(measured) - 1)]
+    bounds = [] if check is None else [(check["roofline_us"], "roofline bound", "dash"),
+                                       (check["eager_us"], "eager", "dot")]
+    for y, label, dash in bounds:
         fig.add_trace(go.Scatter(x=span, y=[y, y], mode="lines", line={"dash": dash},
                                  name=f"{label} {y:.2f} µs (modeled)"))
-    values = sorted(t.modeled_us for t in screened) or [result.roofline_us]
-    top = max(result.eager_us, values[int(0.9 * (len(values) - 1))]) * 1.5
-    low = min(result.roofline_us, values[0]) / 1.5
-    fig.update_layout(title="Tuning: every configuration modeled, the finalists measured",
-                      xaxis_title="configuration (in the order screened)",
-                      yaxis_title="latency (µs, log)", yaxis_type="log", height=420,
+    values = sorted(e.latency_us for e in finite) or [1.0]
+    top = max([values[int(0.9 * (len(values) - 1))], *(y for y, _, _ in bounds)]) * 1.5
+    low = min([values[0], *(y for y, _, _ in bounds)]) / 1.5
+    fig.update_layout(title="Tuning: every configuration as it was measured, by kind",
+                      xaxis_title="measurement", yaxis_title="latency (µs, log)",
+                      yaxis_type="log", height=420,
                       yaxis_range=[math.log10(low), math.log10(top)])
-    trials = "".join(
-        f"<tr><td>{_e(t.config.id)}</td><td>{t.modeled_us:.2f}</td><td>"
-        f"{'inf' if not math.isfinite(t.latency_us) else f'{t.latency_us:.2f}'}</td>"
-        f"<td class='kind'>{_e(t.kind)}</td><td>{_e(t.error or '')}</td></tr>"
-        for t in result.tuning.finalists)
-    return ("<h2>Tuning</h2>" + fig.to_html(include_plotlyjs=True, full_html=False) +
-            "<table><tr><th>finalist</th><th>modeled µs</th><th>latency µs</th><th>kind</th>"
-            f"<th>error</th></tr>{trials}</table>")
+    failed = [e for e in measured if not math.isfinite(e.latency_us)]
+    rows = "".join(f"<tr><td>{_e(e.id)}</td><td class='kind'>{_e(e.kind)}</td><td>"
+                   f"{_e(e.params.get('error', ''))}</td></tr>" for e in failed)
+    table = (f"<table><tr><th>failed configuration</th><th>kind</th><th>error</th></tr>{rows}"
+             "</table>") if failed else "<p>No configuration failed.</p>"
+    return ("<h2>Tuning</h2>" + fig.to_html(include_plotlyjs=True, full_html=False,
+                                             div_id="prism-tuning") + table)
 
 
-def _search(result: OptimizeResult) -> str:
-    if result.search is None:
+def _search(search: dict[str, Any] | None, events: Sequence[Event]) -> str:
+    if search is None:
         return ""
-    return f"<h2>Search</h2><pre>{_e(json.dumps(result.search.summary(), indent=2))}</pre>"
+    fam = search["families"]
+    rows = "".join(f"<tr><td>{_e(rule)}</td><td>{n}</td></tr>"
+                   for rule, n in fam["pruned"].items())
+    examples: dict[str, FamilyPruned] = {}
+    for e in events:
+        if isinstance(e, FamilyPruned):
+            examples.setdefault(e.rule, e)
+    listed = "".join(f"<li><b>{_e(rule)}</b> {_e(e.id)}: {_e(e.reason)}</li>"
+                     for rule, e in examples.items())
+    state = "complete" if search.get("complete") else f"stopped: {search.get('stop_reason')}"
+    return (f"<h2>Search</h2><p>{fam['generated']} families generated, {fam['kept']} kept, "
+            f"{fam.get('complete', 0)} complete; verdicts {_e(search.get('verdicts', {}))}; "
+            f"{_e(state)}</p><table><tr><th>rule</th><th>pruned</th></tr>{rows}</table><ul>{listed}</ul>")

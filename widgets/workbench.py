@@ -13,7 +13,6 @@ pipeline (`prism.superoptimize`), which runs in a background thread.
 
 from __future__ import annotations
 
-import html
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,7 +21,6 @@ from typing import Any
 from prism.ir.graph import KernelGraph
 from prism.trace import CandidateRejected, CandidateVerified, Event, StageFinished, read_jsonl
 from widgets.explorer import SearchExplorer
-from widgets.proof import CounterexampleState, ProofState, counterexample_html, proof_html
 from widgets.tuning import TuningMonitor
 
 WINNER = "winner"      # the candidate list's entry for the pipeline's best kernel
@@ -40,6 +38,7 @@ class Workbench:
         self.candidates: dict[str, CandidateVerified | CandidateRejected] = {}
         self.winner: dict[str, Any] | None = None      # the check stage's summary
         self.result: Any = None
+        self.events: list[Event] = []                  # everything seen, for save_html
         self._lock = threading.Lock()
         self.choice = w.Dropdown(options=[], description="candidate")
         self.detail = w.VBox([])
@@ -69,6 +68,7 @@ class Workbench:
     def _note(self, event: Event) -> None:
         changed = False
         with self._lock:
+            self.events.append(event)
             if isinstance(event, CandidateVerified | CandidateRejected) and event.graph:
                 self.candidates[event.id] = event
                 changed = True
@@ -144,51 +144,12 @@ class Workbench:
     # -- a static page -------------------------------------------------------------------
 
     def save_html(self, path: str | Path) -> Path:
-        """Everything the views show, as one HTML page with no kernel behind it (plotly's
-        script embedded)."""
-        import plotly.graph_objects as go
-
-        from prism.ir.render import to_svg
-        parts = ["<h1>Prism Workbench</h1>", _search_html(self.explorer)]
-        if self.winner:
-            w = self.winner
-            parts.append(
-                f"<h2>Best kernel: {_e(w['best'])}</h2><p>{w['latency_us']:.2f} µs "
-                f"<i>{_e(w['latency_kind'])}</i>; roofline {w['roofline_us']:.2f} µs "
-                f"<i>modeled</i>; eager {w['eager_us']:.2f} µs <i>modeled</i>; parameters "
-                f"<code>{_e(w['params'])}</code></p>"
-                + to_svg(KernelGraph.from_json(w["graph"])))
-            proof = self.candidates.get(w.get("candidate", ""))
-            if isinstance(proof, CandidateVerified):
-                parts.append("<h2>Its proof</h2>" + proof_html(ProofState.from_event(proof)))
-        rejected = [e for e in self.candidates.values() if isinstance(e, CandidateRejected)]
-        if rejected:
-            parts.append(f"<h2>A refuted candidate ({_e(rejected[0].id)})</h2>"
-                         + counterexample_html(CounterexampleState.from_event(rejected[0])))
-        self.tuning.flush()
-        figure = go.Figure(self.tuning.figure)
-        parts.append("<h2>Tuning</h2>" + figure.to_html(include_plotlyjs=True, full_html=False))
-        page = ("<!doctype html><html><head><meta charset='utf-8'><title>Prism Workbench"
-                "</title></head><body style='font-family:system-ui,sans-serif;margin:2em'>"
-                + "\n".join(parts) + "</body></html>")
+        """The run as one static page with no kernel behind it (plotly's script embedded): the
+        same page `prism optimize` writes as its report (`prism.report.page`), made from the
+        events this workbench has seen."""
+        from prism.report import page
+        with self._lock:
+            events = list(self.events)
         out = Path(path)
-        out.write_text(page)
+        out.write_text(page(events))
         return out
-
-
-def _e(x: object) -> str:
-    return html.escape(str(x))
-
-
-def _search_html(explorer: SearchExplorer) -> str:
-    state = explorer.state
-    rows = "".join(f"<tr><td>{_e(rule)}</td><td>{n}</td></tr>"
-                   for rule, n in state.rule_counts().items())
-    statuses = ", ".join(f"{k} {v}" for k, v in state.status_counts().items())
-    examples = []
-    for rule in state.rule_counts():
-        for node in state.filter(rule=rule, status="pruned", page_size=3):
-            examples.append(f"<li><b>{_e(rule)}</b> {_e(node.id)}: {_e(node.reason)}</li>")
-    return (f"<h2>Search</h2><p>{state.generated} families generated; {_e(statuses)}</p>"
-            f"<table border=1 cellpadding=4><tr><th>rule</th><th>pruned</th></tr>{rows}"
-            f"</table><ul>{''.join(examples)}</ul>")

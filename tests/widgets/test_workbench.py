@@ -66,3 +66,12 @@ def test_a_live_run_fills_every_view(small):
     modeled = bench.tuning.state.points["modeled"]
     assert len(modeled) == sum(t.modeled_us < float("inf") for t in result.tuning.screened)
     assert {cid for cid in bench.candidates} == {c.id for c in result.search.candidates}
+
+
+def test_save_html_is_the_page_prism_optimize_writes(small, tmp_path):
+    import prism
+    prism.superoptimize(small.workload, search_config=small.config, max_trials=2,
+                        compile_ptx=False, out=tmp_path / "run")
+    report = (tmp_path / "run" / "report.html").read_text()
+    bench = Workbench.from_trace(tmp_path / "run" / "trace.jsonl")
+    assert bench.save_html(tmp_path / "bench.html").read_text() == report
