@@ -232,14 +232,23 @@ def _compile_in_background(trials: list[Trial], compile_ptx: bool, workers: int,
     from prism.instantiate.triton_backend import Compiled, CompileError, compile_many
 
     def run(chunk: list[Trial]) -> None:
+        reported: set[int] = set()
+
         def done(i: int, result: list[Compiled] | CompileError) -> None:
             trial = chunk[i]
             if isinstance(result, CompileError):
                 trial.error = str(result)
             else:
                 trial.ptx = {c.kernel: c.ptx for c in result}
+            reported.add(i)
             built.put(trial)
-        compile_many([t.program for t in chunk if t.program is not None], on_done=done)
+        try:
+            compile_many([t.program for t in chunk if t.program is not None], on_done=done)
+        except Exception as e:  # the compiler itself broke: every trial left scores inf
+            for i, trial in enumerate(chunk):
+                if i not in reported:
+                    trial.error = f"not compiled: {type(e).__name__}: {e}"
+                    built.put(trial)
 
     chunks = [todo[k::workers] for k in range(min(workers, len(todo)))]
     threads = [threading.Thread(target=run, args=(c,), daemon=True) for c in chunks]
