@@ -132,3 +132,12 @@ def test_invalid_candidate(capsys, tmp_path):
     assert main(["verify", "rmsnorm_matmul", str(tmp_path / "bad.json"), "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["results"]
     assert row["verdict"] == "invalid" and "shape" in row["reason"]
+
+
+def test_prism_verify_stays_callable_after_its_subpackage_is_imported():
+    import prism
+    import prism.verify.equiv  # sets the attribute prism.verify to the subpackage
+    from prism.workloads import get_workload
+    from prism.workloads.known_best import known_best
+    w = get_workload("rmsnorm_matmul").with_shapes(X=(8, 64), W=(64, 64))
+    assert prism.verify(w.graph, known_best("rmsnorm_matmul", w.shapes)).verdict == "equivalent"

@@ -1,0 +1,257 @@
+# %% [markdown]
+# # 01 · Tensor programs and kernels
+#
+# A GPU runs a program as a sequence of **kernels**. Each kernel launches a *grid* of **thread
+# blocks**. Every block reads its inputs from device memory (HBM, large and slow), computes in
+# on-chip memory (shared memory and registers, small and fast), and writes its results back. Two
+# costs follow. Each launch has a fixed overhead, and every tensor that one kernel writes and the
+# next reads makes a round trip through HBM.
+#
+# Prism describes a program at the same two levels, as Mirage did:
+#
+# - a **kernel graph**: a graph of kernels over device tensors;
+# - a **block graph** for each *custom* kernel: what one thread block does, with which tile of
+#   each tensor.
+#
+# This notebook builds the RMSNorm + MatMul program at both levels by hand. It runs both versions
+# in the reference interpreter, the oracle that every other part of the project is tested against,
+# and then asks the cost model what fusing them buys.
+
+# %% tags=["parameters"]
+SHAPES = {"X": (8, 64), "W": (64, 64)}   # small: the interpreter runs these in float64 numpy
+GRID, LOOP = 4, 4                        # the hand-built kernel's grid size and loop range
+SWEEP = (1, 2, 4)                        # grid sizes and loop ranges to interpret
+DEVICE = "h100"                          # the cost model's device
+COST_GRIDS = (8, 16, 32, 64, 128, 256)   # grid sizes to cost at the workload's default shapes
+COST_LOOP = 16
+SEED = 0
+
+# %% [markdown]
+# ## 1. A kernel graph
+#
+# The builder `prism.Graph` writes a program the way you would on paper. It checks each operator's
+# shapes as it is added. In the graph, inputs and outputs are nodes too; every other node is one
+# kernel.
+
+# %%
+import prism
+
+b = prism.Graph("unfused")
+X = b.input("X", SHAPES["X"])
+W = b.input("W", SHAPES["W"])
+b.output(b.matmul(b.rms_norm(X), W))
+unfused = b.build()
+
+for op in unfused.ops:
+    ins, outs = ([f"{t}{[d.value for d in unfused.shape(t)]}" for t in ts]
+                 for ts in (op.inputs, op.outputs))
+    print(f"{op.kind:<10} {', '.join(ins):<28} → {', '.join(outs)}")
+print("kernels:", unfused.num_kernels)
+unfused
+
+# %% [markdown]
+# `rms_norm(X)` divides each row of `X` by its root mean square, `sqrt(mean(x²))`, taken over
+# that row. Its output, the tensor `rms_norm` above, is a full-size intermediate. The first kernel
+# writes it to HBM and the second reads it back.
+#
+# ## 2. A custom kernel: the block graph
+#
+# To fuse the two kernels we write the block graph ourselves. This is the kernel a GPU programmer
+# would write, and notebook `02` finds it among the search's candidates. Its parts are:
+#
+# - `prism.Block(grid=(GRID,), forloop_range=LOOP)`: the kernel runs `GRID` blocks in parallel.
+#   Each block runs a loop of `LOOP` iterations.
+# - `tb.input(T, imap=..., fmap=...)` loads a **tile** of device tensor `T`. The **imap** says,
+#   for each grid dim, which data dim of `T` the blocks split between them. `-1` means none: every
+#   block sees the whole dim, and the tensor is *replicated*. The **fmap** says which data dim the
+#   loop walks through, one slice per iteration.
+# - Operators on tiles run inside the loop body. An **accumulator** closes the loop: `nored` sums
+#   a tile over the iterations, and `red_ld_rms` accumulates the root mean square of each row.
+#   Operators on accumulated values run once per block, after the loop.
+# - `tb.output(y, omap=...)` stores a tile. The **omap** says along which data dim of the output
+#   the blocks' tiles are placed side by side. A grid dim that maps to none would *sum* them.
+#
+# Here, `X` is replicated, so every block sees all of its rows. `W` is split by columns over the
+# grid, and both walk the shared dim `d` in the loop. Each block therefore computes `X @ W` for
+# its own columns, and `rms(X)` for every row, one slice of `d` at a time. Dividing after the loop
+# gives `rms_norm(X) @ W`, because dividing a row of `X` by a number divides the same row of
+# `X @ W`. The printed handles show each tile's shape.
+
+# %%
+k = prism.Graph("fused")
+X = k.input("X", SHAPES["X"])
+W = k.input("W", SHAPES["W"])
+tb = prism.Block(grid=(GRID,), forloop_range=LOOP)
+x = tb.input(X, imap=(-1,), fmap=1)       # replicated over the grid; the loop walks its dim 1
+w = tb.input(W, imap=(1,), fmap=0)        # columns split over the grid; the loop walks its rows
+xw = tb.accum(tb.matmul(x, w), "nored")   # Σ over iterations of x @ w: this block's X @ W
+rms = tb.accum(x, "red_ld_rms")           # the root mean square of each row of X
+y = tb.div(xw, rms)
+tb.output(y, omap=(1,))                   # blocks side by side along the output's columns
+(out,) = k.customized(tb)
+k.output(out)
+fused = k.build()
+
+for handle in (x, w, xw, rms, y):
+    print(handle)
+print("kernels:", fused.num_kernels)
+fused
+
+# %% [markdown]
+# In the picture, the dashed cluster is the block graph. Its label gives the grid and the loop
+# range, each input shows its imap, fmap and tile shape, and the output shows its omap. The
+# accumulators (shaded pink) are where the loop ends. Nothing between the loads and the store goes
+# to device memory.
+#
+# ## 3. The reference interpreter
+#
+# Is the fused kernel right? `prism.interpret` runs any kernel graph in float64 numpy. For a custom
+# kernel it follows the block graph literally. It runs every block of the grid, slices each input
+# as its imap and fmap say, steps through the loop, accumulates, and assembles the output as the
+# omap says. It knows nothing about what the kernel is *meant* to compute, which is what makes it
+# an oracle.
+#
+# We run both programs on the same random inputs and compare each with PyTorch's own `rms_norm`
+# and `@` (the workload's reference function, in float64). Look at the error column: float64
+# rounding leaves errors many orders of magnitude below anything that matters.
+
+# %%
+from prism.check import max_rel_err
+
+workload = prism.get_workload("rmsnorm_matmul").with_shapes(**SHAPES)
+arrays = workload.random_inputs(SEED)
+expected = workload.reference(*arrays)
+for label, graph in ((f"unfused ({unfused.num_kernels} kernels)", unfused),
+                     (f"fused (grid {GRID}, loop {LOOP})", fused)):
+    err = max_rel_err(prism.interpret(graph, *arrays), expected)
+    print(f"{label:<32} max relative error vs torch {err:.1e}")
+
+# %% [markdown]
+# The same block graph at other grid sizes and loop ranges splits the work differently: more
+# blocks, each with fewer columns, or more iterations, each with a thinner slice of `d`. Every
+# choice must give the same answer. `prism.workloads.known_best` builds this same kernel for any
+# shapes, grid and loop.
+
+# %%
+from prism.workloads.known_best import known_best
+
+print("grid  loop  max relative error vs torch")
+for grid in SWEEP:
+    for loop in SWEEP:
+        member = known_best("rmsnorm_matmul", SHAPES, grid=grid, loop=loop)
+        err = max_rel_err(prism.interpret(member, *arrays), expected)
+        print(f"{grid:>4}  {loop:>4}  {err:.1e}")
+
+# %% [markdown]
+# An oracle is only useful if it also catches mistakes. Here is a plausible slip: accumulate the
+# row *mean* (`red_ld_mean`) where the root mean square belongs. The graph is well formed and
+# every shape checks, but the interpreter's answer is far from torch's:
+
+# %%
+k = prism.Graph("fused_wrong")
+X = k.input("X", SHAPES["X"])
+W = k.input("W", SHAPES["W"])
+tb = prism.Block(grid=(GRID,), forloop_range=LOOP)
+x = tb.input(X, imap=(-1,), fmap=1)
+w = tb.input(W, imap=(1,), fmap=0)
+tb.output(tb.div(tb.accum(tb.matmul(x, w), "nored"), tb.accum(x, "red_ld_mean")), omap=(1,))
+(out,) = k.customized(tb)
+k.output(out)
+wrong = k.build()
+err = max_rel_err(prism.interpret(wrong, *arrays), expected)
+print(f"fused with red_ld_mean instead of red_ld_rms: max relative error vs torch {err:.1e}")
+
+# %% [markdown]
+# ## 4. Fused vs. unfused: the cost model
+#
+# Is fusion faster? Without a GPU, Prism answers with an analytic **cost model**. It is simple and
+# documented in `prism/cost/model.py`, and every number it gives is labelled `modeled`. Each
+# kernel costs its launch overhead plus the larger of two times: the bytes it moves over the
+# bandwidth, and its FLOPs over peak compute. A program costs the sum over its kernels.
+#
+# Tiny shapes would tell us little, so this section uses the workload's default shapes, which
+# come from Prism's evaluation. The cost model is a formula, so any size is cheap. First the
+# device's numbers:
+
+# %%
+from prism.cost import eager_us, get_device, modeled, roofline_us
+
+device = get_device(DEVICE)
+print(device)
+default = prism.get_workload("rmsnorm_matmul")
+print("default shapes:", default.shapes)
+
+# %% [markdown]
+# Kernel by kernel, the unfused program and the fused kernel (at `COST_GRIDS[3]` blocks). Compare
+# the bytes each moves from HBM, then compare the latency column with the memory and compute
+# columns. What is left over is the launch overhead, which the unfused program pays twice.
+
+# %%
+programs = {"unfused": default.graph,
+            "fused": known_best("rmsnorm_matmul", default.shapes, grid=COST_GRIDS[3],
+                                loop=COST_LOOP)}
+print(f"{'program':<8} {'kernel':<10} {'blocks':>6} {'HBM bytes':>10} {'L2 bytes':>10} "
+      f"{'FLOPs':>10} {'memory µs':>9} {'compute µs':>10} {'latency µs':>10}")
+for name, graph in programs.items():
+    cost = modeled(graph, device)
+    for kc in cost.kernels:
+        print(f"{name:<8} {kc.kind:<10} {kc.blocks or '-':>6} {kc.hbm_bytes:>10} "
+              f"{kc.l2_bytes:>10} {kc.flops:>10} {kc.memory_us:>9.3f} {kc.compute_us:>10.4f} "
+              f"{kc.latency_us:>10.2f}")
+    print(f"{name:<8} total: {cost}")
+print(f"eager baseline {eager_us(default.graph, device):.2f} µs modeled; "
+      f"roofline {roofline_us(default.graph, device):.2f} µs modeled")
+
+# %% [markdown]
+# The fused kernel reads `X` once per block: it is replicated. The L2 column counts those extra
+# reads, which come from the on-chip L2 cache rather than HBM. That is the price of fusion here:
+# more blocks mean more copies of `X`. Fewer blocks mean idle streaming multiprocessors (SMs),
+# since this GPU has `sm_count` of them, printed above. The grid size is a real trade-off.
+#
+# The table below sweeps it. A `W` tile is the slice of `W` one block multiplies, and its width
+# is the output columns per block. Tensor-core matmuls need tiles of at least a minimum width,
+# printed first, so the search rejects members whose split tiles are narrower (its *hardware*
+# rule; notebook `02` shows the check on a symbolic graph). The cost model alone does not know
+# this rule. Read the `W tile` column next to the latency column.
+
+# %%
+from prism.search import Device
+
+print("smallest matmul tile the search allows:", Device().min_matmul_tile)
+print(f"{'grid':>5} {'blocks':>6} {'W tile':>12} {'latency µs':>10}   (eager "
+      f"{eager_us(default.graph, device):.2f} µs modeled)")
+for grid in COST_GRIDS:
+    member = known_best("rmsnorm_matmul", default.shapes, grid=grid, loop=COST_LOOP)
+    ((_, block),) = member.iter_blocks()
+    w_tile = [d.value for d in block.shape(block.inputs[1])]
+    cost = modeled(member, device)
+    print(f"{grid:>5} {cost.kernels[0].blocks:>6} {w_tile!s:>12} {cost.latency_us:>10.2f}")
+
+# %% [markdown]
+# A fused kernel is not fast by being fused. At too few blocks it can cost *more* than the two
+# library kernels; compare the first rows with the eager figure in the header. Which grid,
+# which loop range, and which maps are the questions the superoptimizer answers, for every shape.
+# Here is the same comparison at each of the shape sets Prism evaluated, with the kernel at
+# `known_best`'s default grid and loop (printed in the table):
+
+# %%
+print(f"{'shapes':<28} {'grid':>5} {'loop':>5} {'eager µs':>9} {'fused µs':>9} "
+      f"{'roofline µs':>11}   (all modeled)")
+for shapes in default.shape_sets:
+    w = default.with_shapes(**shapes)
+    member = known_best("rmsnorm_matmul", w.shapes)
+    ((_, block),) = member.iter_blocks()
+    label = " ".join(f"{p}{list(s)}" for p, s in shapes.items())
+    print(f"{label:<28} {block.grid[0].value:>5} {block.forloop_range.value:>5} "
+          f"{eager_us(w.graph, device):>9.2f} {modeled(member, device).latency_us:>9.2f} "
+          f"{roofline_us(w.graph, device):>11.2f}")
+
+# %% [markdown]
+# ## What to remember
+#
+# - A kernel graph says *which* kernels run. A block graph says *how* one custom kernel splits its
+#   work: its grid, its loop, and the imap, fmap and omap that tie tiles to tensors.
+# - The interpreter runs any of them exactly. It is the oracle: a kernel is right if it agrees
+#   with the interpreter and with torch, and the interpreter caught the wrong accumulator.
+# - Fusion saves launches and HBM round trips, but the grid and loop decide whether it pays.
+#   Notebook `02` keeps them as *symbols*: one graph for every choice at once.

@@ -1,0 +1,101 @@
+"""Running the teaching notebooks headless, as `make test` does.
+
+Each `notebooks/NN_name.py` is read with `notebooks/build.py`'s percent reader (the one that
+writes the checked-in `.ipynb`), executed top to bottom by nbclient in a fresh `python3` kernel
+whose working folder is `notebooks/`, and timed. A notebook runs once per session, however many
+tests look at it.
+
+An *oracle cell* may be appended to the in-memory notebook (never to the files): it runs after
+every notebook cell, in the same kernel, and prints one JSON line after `ORACLE_MARK`. It
+recomputes what the notebook printed by another route (the cost model on the winner's graph,
+torch on the interpreter's output, `substitute_graph` for tile shapes), so a test compares the
+notebook's own printout with an independent answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+ORACLE_MARK = "ORACLE "
+TIMEOUT_S = 600          # one cell; the whole notebook must still finish in under 120 s
+
+
+def _load_build() -> ModuleType:
+    """notebooks/build.py, which is a script beside the notebooks rather than a package module."""
+    spec = importlib.util.spec_from_file_location("notebooks_build", NOTEBOOKS / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Executed:
+    """One headless run of a notebook."""
+
+    nb: nbformat.NotebookNode
+    seconds: float       # kernel start to the last cell (the oracle cell included)
+    cells: int           # the notebook's own cells, before the oracle cell
+
+    @property
+    def code_cells(self) -> list[Any]:
+        return [c for c in self.nb.cells[:self.cells] if c.cell_type == "code"]
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"cell {i}: {o.ename}: {o.evalue}\n{chr(10).join(o.traceback)}"
+                for i, c in enumerate(self.nb.cells) if c.cell_type == "code"
+                for o in c.outputs if o.output_type == "error"]
+
+    @property
+    def text(self) -> str:
+        """Everything the notebook's own cells printed to stdout, in order."""
+        return "".join(o.text for c in self.code_cells for o in c.outputs
+                       if o.output_type == "stream" and o.name == "stdout")
+
+    @property
+    def oracle(self) -> dict[str, Any]:
+        for c in self.nb.cells[self.cells:]:
+            for o in c.outputs:
+                if o.output_type == "stream" and ORACLE_MARK in o.text:
+                    return json.loads(o.text.split(ORACLE_MARK, 1)[1])
+        raise AssertionError(f"the oracle cell printed nothing; errors: {self.errors}")
+
+
+def execute(stem: str, oracle: str = "") -> Executed:
+    build = _load_build()
+    nb = build.read_percent((NOTEBOOKS / f"{stem}.py").read_text())
+    cells = len(nb.cells)
+    if oracle:
+        nb.cells.append(nbformat.v4.new_code_cell(oracle))
+    # allow_errors: a failed cell is reported by the tests (with its traceback), and the run is
+    # still cached, so one broken notebook is executed once, not once per test.
+    client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
+                            store_widget_state=True, allow_errors=True,
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    started = time.perf_counter()
+    client.execute()
+    return Executed(nb, time.perf_counter() - started, cells)
+
+
+@pytest.fixture(scope="session")
+def build() -> ModuleType:
+    return _load_build()
+
+
+@pytest.fixture(scope="session")
+def run_notebook() -> Any:
+    """`run_notebook(stem, oracle_source)` → `Executed`, once per session for each notebook."""
+    return functools.cache(execute)
