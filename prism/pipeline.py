@@ -124,13 +124,13 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
         raise PrismError(f"the budget is {budget_s} s; give a positive time, e.g. --budget 120")
     tracer = tracer or Tracer()
     events: list[Event] = []             # the run's own events, whatever the tracer keeps
-    tracer.subscribe(events.append)
+    listening = [tracer.subscribe(events.append)]
     writer = None
     folder = Path(out) if out is not None else None
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         writer = JsonlWriter(folder / "trace.jsonl")
-        tracer.subscribe(writer)
+        listening.append(tracer.subscribe(writer))
     result = OptimizeResult(name, spec.name, measure, graph, None, None, None,
                             eager_us(graph, spec), roofline_us(graph, spec), [])
     try:
@@ -167,6 +167,8 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
                 result.files = write_outputs(result, folder)
                 summary.update(result.files)
     finally:
+        for stop in listening:          # a tracer the caller passes is left as it was
+            stop()
         if writer is not None:
             writer.close()
     result.trace = list(events)
