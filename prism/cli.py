@@ -283,8 +283,8 @@ def _print_search(doc: dict[str, Any]) -> None:
 
 
 def _cmd_optimize(args: argparse.Namespace) -> Any:
-    from prism.pipeline import search_config_for, superoptimize
-    from prism.report import check_text, table_rows
+    from prism.pipeline import best_summary, search_config_for, superoptimize
+    from prism.report import check_text, result_rows
     from prism.tune import ResultDB
     target = _search_target(args)
     config = _search_config(args, search_config_for(target.graph, args.budget))
@@ -298,9 +298,10 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
     if not args.json:
         print(f"{doc['target']} on {doc['device']} (measure: {doc['measure']}), "
               f"{doc['seconds']:.1f} s")
-        width = max(len(w) for w, _, _ in table_rows(result))
-        for what, value, kind in table_rows(result):
-            print(f"  {what:<{width}}  {value:>12}  {kind}")
+        rows = result_rows(best_summary(result))
+        width = max(len(w) for w, _, _ in rows)
+        for what, value, kind in rows:
+            print(f"  {what:<{width}}  {f'{value:.2f} µs':>12}  {kind}")
         if result.best is not None:
             b = doc["best"]
             print(f"  proof: {b['proof']}")

@@ -159,8 +159,8 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
                 trial.latency_us = math.inf
                 result.notes.append(f"{trial.config.id} failed its check; the next finalist "
                                     "was taken")
-            summary.update(_best_summary(result))
-        result.trace = events
+            summary.update(best_summary(result))
+        result.trace = events           # the write stage's page reads it; later events append
         if folder is not None:
             with tracer.stage("write") as summary:
                 from prism.report import write_outputs
@@ -171,7 +171,6 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
             stop()
         if writer is not None:
             writer.close()
-    result.trace = list(events)
     result.seconds = time.perf_counter() - started
     if folder is not None:
         from prism.report import write_result_json
@@ -243,16 +242,18 @@ def instantiate(graph: KernelGraph, result: SearchResult | None) -> list[Config]
     return configs
 
 
-def _best_summary(result: OptimizeResult) -> dict[str, Any]:
-    """What a replayed trace needs to show the winner: its config, numbers and graph."""
+def best_summary(result: OptimizeResult) -> dict[str, Any]:
+    """What a replayed trace needs to show the winner (its config, numbers and graph) and the
+    program's bounds; the check stage's summary, and the rows of the CLI's table."""
     from prism.ir.serialize import graph_to_json
+    bounds = {"roofline_us": result.roofline_us, "eager_us": result.eager_us}
     if result.best is None:
-        return {"best": None}
+        return {"best": None, **bounds}
     b = result.best
     return {"best": b.config, "candidate": b.candidate, "params": b.params,
             "latency_us": b.latency_us, "latency_kind": b.latency_kind,
-            "modeled_us": b.modeled_us, "roofline_us": result.roofline_us,
-            "eager_us": result.eager_us, "check": b.check, "graph": graph_to_json(b.graph),
+            "modeled_us": b.modeled_us, "num_kernels": b.num_kernels, **bounds,
+            "check": b.check, "graph": graph_to_json(b.graph),
             "target": graph_to_json(result.graph)}
 
 

@@ -3,8 +3,8 @@ self-contained HTML report (the table of latencies, each with its kind, the sGra
 proof, the tuning plot, the search). The trace (`trace.jsonl`) is written as events happen.
 
 The report (`page`) is made from the run's events alone, so `widgets.Workbench.save_html` gives
-the same page for a live or replayed run. It is static HTML: it opens without a running kernel
-or a network (plotly's script is embedded).
+the same page for a live or replayed run. It is static HTML with inline SVG: it opens without a
+running kernel, a network or a script.
 """
 
 from __future__ import annotations
@@ -55,17 +55,18 @@ def write_result_json(result: OptimizeResult, folder: Path) -> None:
     (folder / "result.json").write_text(json.dumps(result.to_json(), indent=2))
 
 
-def table_rows(result: OptimizeResult) -> list[tuple[str, str, str]]:
-    """(what, latency, kind) rows: the best kernel, its roofline bound, the eager baseline."""
+def result_rows(summary: dict[str, Any]) -> list[tuple[str, float, str]]:
+    """(what, µs, kind) rows from the check stage's summary (`pipeline.best_summary`): the
+    winner (and its modeled latency when another kind measured it), the program's roofline bound
+    and its eager baseline. The CLI's table and the page's both read them."""
     rows = []
-    b = result.best
-    if b is not None:
-        rows.append((f"best: {b.config} ({b.num_kernels} kernel(s))",
-                     f"{b.latency_us:.2f} µs", b.latency_kind))
-        if b.latency_kind != "modeled":
-            rows.append(("best, by the cost model", f"{b.modeled_us:.2f} µs", "modeled"))
-    rows.append(("roofline bound of the program", f"{result.roofline_us:.2f} µs", "modeled"))
-    rows.append(("eager (one kernel per operator)", f"{result.eager_us:.2f} µs", "modeled"))
+    if summary.get("best"):
+        rows.append((f"best: {summary['best']} ({summary['num_kernels']} kernel(s))",
+                     summary["latency_us"], summary["latency_kind"]))
+        if summary["latency_kind"] != "modeled":
+            rows.append(("best, by the cost model", summary["modeled_us"], "modeled"))
+    rows += [("roofline bound of the program", summary["roofline_us"], "modeled"),
+             ("eager (one kernel per operator)", summary["eager_us"], "modeled")]
     return rows
 
 
@@ -113,15 +114,8 @@ def _e(text: Any) -> str:
 def _result(check: dict[str, Any] | None) -> str:
     if check is None:
         return "<h2>Result</h2><p><b>No kernel came out of this run</b> (or it has not ended).</p>"
-    graph = KernelGraph.from_json(check["graph"])
-    rows = [(f"best: {check['best']} ({graph.num_kernels} kernel(s))",
-             check["latency_us"], check["latency_kind"])]
-    if check["latency_kind"] != "modeled":
-        rows.append(("best, by the cost model", check["modeled_us"], "modeled"))
-    rows += [("roofline bound of the program", check["roofline_us"], "modeled"),
-             ("eager (one kernel per operator)", check["eager_us"], "modeled")]
     body = "".join(f"<tr><td>{_e(w)}</td><td>{v:.2f} µs</td><td class='kind'>{_e(k)}</td></tr>"
-                   for w, v, k in rows)
+                   for w, v, k in result_rows(check))
     return ("<h2>Result</h2><table><tr><th>what</th><th>latency</th><th>kind</th></tr>"
             f"{body}</table><p>Modeled speed-up over eager: "
             f"<b>{check['eager_us'] / check['modeled_us']:.2f}×</b>; modeled latency / roofline: "
@@ -166,41 +160,73 @@ def _plot(events: Sequence[Event], check: dict[str, Any] | None) -> str:
     measured = [e for e in events if isinstance(e, Measured)]
     if not measured:
         return ""
-    import plotly.graph_objects as go
-    fig = go.Figure()
-    finite = [e for e in measured if math.isfinite(e.latency_us)]
-    for kind in sorted({e.kind for e in finite}):
-        mine = [(i, e) for i, e in enumerate(measured) if e.kind == kind
-                and math.isfinite(e.latency_us)]
-        fig.add_trace(go.Scatter(x=[i for i, _ in mine], y=[e.latency_us for _, e in mine],
-                                 mode="markers", name=f"configuration ({kind})",
-                                 text=[e.id for _, e in mine]))
-        best, curve = math.inf, []
-        for _, e in mine:
-            best = min(best, e.latency_us)
-            curve.append(best)
-        fig.add_trace(go.Scatter(x=[i for i, _ in mine], y=curve, mode="lines",
-                                 name=f"best so far ({kind})"))
-    span = [0, max(1, len(measured) - 1)]
-    bounds = [] if check is None else [(check["roofline_us"], "roofline bound", "dash"),
-                                       (check["eager_us"], "eager", "dot")]
-    for y, label, dash in bounds:
-        fig.add_trace(go.Scatter(x=span, y=[y, y], mode="lines", line={"dash": dash},
-                                 name=f"{label} {y:.2f} µs (modeled)"))
-    values = sorted(e.latency_us for e in finite) or [1.0]
-    top = max([values[int(0.9 * (len(values) - 1))], *(y for y, _, _ in bounds)]) * 1.5
-    low = min([values[0], *(y for y, _, _ in bounds)]) / 1.5
-    fig.update_layout(title="Tuning: every configuration as it was measured, by kind",
-                      xaxis_title="measurement", yaxis_title="latency (µs, log)",
-                      yaxis_type="log", height=420,
-                      yaxis_range=[math.log10(low), math.log10(top)])
+    bounds = [] if check is None else [(check["roofline_us"], "roofline bound"),
+                                       (check["eager_us"], "eager")]
     failed = [e for e in measured if not math.isfinite(e.latency_us)]
     rows = "".join(f"<tr><td>{_e(e.id)}</td><td class='kind'>{_e(e.kind)}</td><td>"
                    f"{_e(e.params.get('error', ''))}</td></tr>" for e in failed)
     table = (f"<table><tr><th>failed configuration</th><th>kind</th><th>error</th></tr>{rows}"
              "</table>") if failed else "<p>No configuration failed.</p>"
-    return ("<h2>Tuning</h2>" + fig.to_html(include_plotlyjs=True, full_html=False,
-                                             div_id="prism-tuning") + table)
+    return "<h2>Tuning</h2>" + tuning_svg(measured, bounds) + table
+
+
+_KIND_COLOURS = {"modeled": "#1f77b4", "interpreted": "#d62728", "measured": "#2ca02c"}
+_W, _H, _LEFT, _BOTTOM = 760, 320, 64, 40
+
+
+def tuning_svg(measured: Sequence[Measured], bounds: Sequence[tuple[float, str]]) -> str:
+    """Every measurement as a point (x: its place in the run, y: latency on a log scale, colour:
+    its kind, hover: config and number), a best-so-far line per kind and the modeled bounds as
+    dashed lines — a static SVG, so the engine needs no plotting library and the page no script."""
+    finite = [(i, e) for i, e in enumerate(measured) if math.isfinite(e.latency_us)]
+    values = sorted(e.latency_us for _, e in finite) or [1.0]
+    top = max([values[-1], *(y for y, _ in bounds)]) * 1.5     # log scale: every kind fits
+    low = min([values[0], *(y for y, _ in bounds)]) / 1.5
+    lo, hi = math.log10(low), math.log10(top)
+    span = max(1, len(measured) - 1)
+
+    def x(i: float) -> float:
+        return _LEFT + (_W - _LEFT - 10) * i / span
+
+    def y(v: float) -> float:
+        v = min(max(v, low), top)                        # off-scale points sit on the edge
+        return 10 + (_H - _BOTTOM - 10) * (hi - math.log10(v)) / (hi - lo)
+
+    out = [f"<svg class='prism-tuning' xmlns='http://www.w3.org/2000/svg' width='{_W}' "
+           f"height='{_H}' font-family='sans-serif' font-size='11'>",
+           f"<line x1='{_LEFT}' y1='{_H - _BOTTOM}' x2='{_W - 10}' y2='{_H - _BOTTOM}' "
+           "stroke='#888'/>",
+           f"<line x1='{_LEFT}' y1='10' x2='{_LEFT}' y2='{_H - _BOTTOM}' stroke='#888'/>",
+           f"<text x='{_W / 2}' y='{_H - 8}' text-anchor='middle'>measurement</text>",
+           f"<text x='12' y='{_H / 2}' transform='rotate(-90 12 {_H / 2})' "
+           "text-anchor='middle'>latency (µs, log)</text>"]
+    ticks = [m * 10.0 ** k for k in range(math.floor(lo), math.ceil(hi) + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if low <= t <= top]
+    if len([t for t in ticks if math.log10(t).is_integer()]) >= 3:
+        ticks = [t for t in ticks if math.log10(t).is_integer()]   # decades suffice
+    for t in ticks:
+        out.append(f"<text x='{_LEFT - 6}' y='{y(t) + 4:.1f}' text-anchor='end'>{t:g}</text>")
+    for v, label in bounds:
+        out.append(f"<line x1='{_LEFT}' y1='{y(v):.1f}' x2='{_W - 10}' y2='{y(v):.1f}' "
+                   "stroke='#444' stroke-dasharray='5,4'/>"
+                   f"<text x='{_W - 12}' y='{y(v) - 4:.1f}' text-anchor='end'>"
+                   f"{_e(label)} {v:.2f} µs (modeled)</text>")
+    for n, kind in enumerate(sorted({e.kind for _, e in finite})):
+        colour = _KIND_COLOURS.get(kind, "#555")
+        mine = [(i, e) for i, e in finite if e.kind == kind]
+        best, curve = math.inf, []
+        for i, e in mine:
+            best = min(best, e.latency_us)
+            curve.append(f"{x(i):.1f},{y(best):.1f}")
+        out.append(f"<polyline class='best' fill='none' stroke='{colour}' "
+                   f"points='{' '.join(curve)}'/>")
+        out += [f"<circle class='point' cx='{x(i):.1f}' cy='{y(e.latency_us):.1f}' r='3' "
+                f"fill='{colour}'><title>{_e(e.id)}: {e.latency_us:.4g} µs ({_e(kind)})"
+                "</title></circle>" for i, e in mine]
+        out.append(f"<text x='{_LEFT + 10}' y='{24 + 14 * n}' fill='{colour}'>● {_e(kind)} "
+                   "(line: best so far)</text>")
+    out.append("</svg>")
+    return "".join(out)
 
 
 def _search(search: dict[str, Any] | None, events: Sequence[Event]) -> str:

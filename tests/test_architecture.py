@@ -29,11 +29,10 @@ HEAVY = {
     "graphviz": {"prism/ir/render.py"},
     "z3": {"prism/smt.py"},
     "triton": {"prism/instantiate/triton_backend.py"},
-    "plotly": {"prism/report.py"},     # the report's static tuning plot (no Jupyter needed)
     "egglog": {"prism/expr/egglog_oracle.py"},
 }
-JUPYTER = {"ipywidgets", "IPython", "anywidget", "widgets", "jupyter", "jupyterlab", "ipykernel",
-           "nbclient"}
+JUPYTER = {"ipywidgets", "IPython", "anywidget", "widgets", "plotly", "jupyter", "jupyterlab",
+           "ipykernel", "nbclient"}
 
 
 def imports(path: Path) -> set[str]:

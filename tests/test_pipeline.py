@@ -63,7 +63,11 @@ def test_the_trace_holds_every_stage_and_the_files_are_written(cases, tmp_path):
     assert doc["best"]["latency_kind"] == "modeled"
     assert set(doc["files"]) >= {"kernel", "ptx", "trace", "report"}
     html = (tmp_path / "report.html").read_text()
-    assert "<svg" in html and "plotly" in html.lower()
+    assert "<svg" in html
+    # the tuning plot: one point per finite measurement on the trace
+    finite = sum(isinstance(e, Measured) and e.latency_us < float("inf") for e in on_disk)
+    plot = html.split("<svg class='prism-tuning'", 1)[1].split("</svg>", 1)[0]
+    assert plot.count("<circle class='point'") == finite > 0
     assert "roofline" in html and "modeled" in html
     assert result.best.verdict.steps[0][0].rule in html    # the proof's first axiom
     ptx = (tmp_path / "kernel.ptx").read_text()

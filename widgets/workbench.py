@@ -144,7 +144,7 @@ class Workbench:
     # -- a static page -------------------------------------------------------------------
 
     def save_html(self, path: str | Path) -> Path:
-        """The run as one static page with no kernel behind it (plotly's script embedded): the
+        """The run as one static page with no kernel behind it (inline SVG, no script): the
         same page `prism optimize` writes as its report (`prism.report.page`), made from the
         events this workbench has seen."""
         from prism.report import page
