@@ -25,7 +25,6 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from prism.ir.graph import KernelGraph
@@ -40,9 +39,8 @@ from prism.trace import (
     StageFinished,
     StageStarted,
     Tracer,
-    read_jsonl,
 )
-from widgets.live import REDRAW_S, Gate, Throttle
+from widgets.live import REDRAW_S, Gate, LiveView, Throttle
 from widgets.proof import CounterexampleState, ProofState, counterexample_html, proof_html
 
 FAMILY_STATUSES = ("kept", "pruned")
@@ -240,7 +238,7 @@ class SearchState:
 
 # -- the view ------------------------------------------------------------------------------------
 
-class SearchExplorer:
+class SearchExplorer(LiveView):
     """The view over a `SearchState`; display it in a notebook cell (`explorer` or
     `display(explorer.widget)`). A listener: `tracer.subscribe(explorer)` feeds it."""
 
@@ -300,30 +298,6 @@ class SearchExplorer:
         self.redraw()
 
     # -- feeding ---------------------------------------------------------------------------
-
-    def add(self, event: Event) -> None:
-        """Take one event; the view redraws later (at most every `interval` seconds)."""
-        with self._lock:
-            self.state.add(event)
-        self._throttle.request()
-
-    __call__ = add
-
-    def attach(self, tracer: Tracer) -> Callable[[], None]:
-        """Listen to `tracer`; returns the function that stops listening."""
-        return tracer.subscribe(self.add)
-
-    @classmethod
-    def from_events(cls, events: Iterable[Event] | str | Path, **kwargs: Any) -> SearchExplorer:
-        """A view of a recorded trace: the events of a run, or a JSONL trace file's path."""
-        view = cls(**kwargs)
-        if isinstance(events, str | Path):
-            events = read_jsonl(events)
-        with view._lock:
-            for event in events:
-                view.state.add(event)
-        view.redraw()
-        return view
 
     # -- a live search ---------------------------------------------------------------------
 

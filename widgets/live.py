@@ -10,7 +10,13 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from prism.trace import Event, Tracer, read_jsonl
+
+V = TypeVar("V", bound="LiveView")
 
 REDRAW_S = 0.2          # a view redraws at most this often
 
@@ -94,3 +100,41 @@ class Gate:
         with self._cond:
             self._paused, self._steps = False, 0
             self._cond.notify_all()
+
+
+class LiveView:
+    """What every view over a stream of events shares: it takes an event into its `state` under
+    `_lock` and asks its `_throttle` for a redraw; it listens to a tracer; it replays a trace.
+    A subclass sets `state`, `_lock` and `_throttle` and defines `redraw()`."""
+
+    state: Any
+    _lock: Any
+    _throttle: Throttle
+
+    def add(self, event: Event) -> None:
+        """Take one event; the view redraws later (at most every REDRAW_S seconds)."""
+        with self._lock:
+            self.state.add(event)
+        self._throttle.request()
+
+    def __call__(self, event: Event) -> None:
+        self.add(event)
+
+    def attach(self, tracer: Tracer) -> Callable[[], None]:
+        """Listen to `tracer`; returns the function that stops listening."""
+        return tracer.subscribe(self.add)
+
+    def redraw(self) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def from_events(cls: type[V], events: Iterable[Event] | str | Path, **kwargs: Any) -> V:
+        """A view of a recorded run: its events, or a JSONL trace file's path."""
+        view = cls(**kwargs)
+        if isinstance(events, str | Path):
+            events = read_jsonl(events)
+        with view._lock:
+            for event in events:
+                view.state.add(event)
+        view.redraw()
+        return view

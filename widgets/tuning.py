@@ -21,9 +21,7 @@ from __future__ import annotations
 import html
 import math
 import threading
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from prism.trace import (
@@ -32,10 +30,8 @@ from prism.trace import (
     Instantiated,
     Measured,
     StageFinished,
-    Tracer,
-    read_jsonl,
 )
-from widgets.live import REDRAW_S, Throttle
+from widgets.live import REDRAW_S, LiveView, Throttle
 
 SYMBOLS = {"measured": "circle", "interpreted": "diamond", "modeled": "square"}
 RANKING = ("measured", "modeled", "interpreted")   # which kind ranks: interpreted times do not
@@ -137,7 +133,7 @@ def _number(x: object) -> float | None:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
 
 
-class TuningMonitor:
+class TuningMonitor(LiveView):
     """The view over a `TuningState`; a listener (`tracer.subscribe(monitor)`)."""
 
     def __init__(self, state: TuningState | None = None, *, interval: float = REDRAW_S):
@@ -176,16 +172,6 @@ class TuningMonitor:
         self.widget = w.VBox([self.header, self.figure, self.failures])
         self.redraw()
 
-    def add(self, event: Event) -> None:
-        with self._lock:
-            self.state.add(event)
-        self._throttle.request()
-
-    __call__ = add
-
-    def attach(self, tracer: Tracer) -> Callable[[], None]:
-        return tracer.subscribe(self.add)
-
     def set_bounds(self, *, roofline_us: float | None = None,
                    eager_us: float | None = None) -> None:
         with self._lock:
@@ -195,17 +181,6 @@ class TuningMonitor:
     def flush(self) -> None:
         """Draw now (rather than at the throttle's next tick)."""
         self._throttle.flush()
-
-    @classmethod
-    def from_events(cls, events: Iterable[Event] | str | Path, **kwargs: Any) -> TuningMonitor:
-        view = cls(**kwargs)
-        if isinstance(events, str | Path):
-            events = read_jsonl(events)
-        with view._lock:
-            for event in events:
-                view.state.add(event)
-        view.redraw()
-        return view
 
     def redraw(self) -> None:
         with self._draw_lock:

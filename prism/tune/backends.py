@@ -85,12 +85,17 @@ def check_outputs(graph: KernelGraph, program: TritonProgram, module: Any, devic
         if g64.shape != w.shape or not np.isfinite(g64).all():
             raise MeasureError(f"output {name} has shape {g64.shape} (want {w.shape}) or "
                                "non-finite values: the kernel left lanes unwritten or overflowed")
-        err = float(np.abs(g64 - w).max() / max(np.abs(w).max(), 1e-30))
+        err = rel_err(g64, w)
         if err > TOLERANCE:
             raise MeasureError(f"output {name} differs from the float64 reference by {err:.2e} "
                                f"(relative; fp16 tolerance {TOLERANCE})")
         worst = max(worst, err)
     return worst
+
+
+def rel_err(got: np.ndarray, want: np.ndarray) -> float:
+    """max |got − want| / max |want|: the relative error the fp16 tolerance is stated in."""
+    return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
 
 
 def poison(module: Any) -> None:
@@ -168,8 +173,7 @@ def check_kernel(graph: KernelGraph, source: str, arrays: list[np.ndarray] | Non
             got = module.run(*tensors)
         got = list(got) if isinstance(got, tuple) else [got]
         want = reference(*[t.double().cpu().numpy() for t in tensors])
-        rel = max(float(np.abs(g.double().cpu().numpy() - w).max() /
-                        max(np.abs(w).max(), 1e-30)) for g, w in zip(got, want, strict=True))
+        rel = max(rel_err(g.double().cpu().numpy(), w) for g, w in zip(got, want, strict=True))
         out["max_rel_err_vs_torch"] = rel
         out["passed"] = rel <= TOLERANCE
     out["seconds"] = round(time.perf_counter() - started, 3)
