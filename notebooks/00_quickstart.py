@@ -75,10 +75,11 @@ print(f"best kernel: {result.best.latency_us:.2f} µs {result.best.latency_kind}
 # quickly, a smaller member of the same family is checked instead, and the line says so.
 
 # %%
-from prism.report import check_text, table_rows
+from prism.pipeline import best_summary
+from prism.report import check_text, result_rows
 
-for what, latency, kind in table_rows(result):
-    print(f"{what:<40} {latency:>10}  {kind}")
+for what, latency, kind in result_rows(best_summary(result)):
+    print(f"{what:<40} {latency:>10.2f} µs  {kind}")
 print(f"{'speed-up over eager':<40} {result.eager_us / result.best.modeled_us:>9.2f}x  modeled")
 print("check:", check_text(result.best.check))
 
