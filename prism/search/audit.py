@@ -32,7 +32,7 @@ from prism.ir.graph import KernelGraph
 from prism.ir.ops import OPS, data_dim
 from prism.ir.serialize import graph_to_json
 from prism.ir.spec import problems, substitute_graph
-from prism.search.config import RULE_NAMES, SearchConfig, SearchConfigError
+from prism.search.config import SearchConfig, SearchConfigError
 from prism.search.driver import Candidate, UnsupportedTargetError, _Run, expressible
 from prism.search.hardware import Device
 from prism.trace import Tracer
@@ -66,10 +66,11 @@ class AuditReport:
 def audit(target: KernelGraph, rule: str, config: SearchConfig | None = None, *,
           tracer: Tracer | None = None, cancel: threading.Event | None = None,
           label: str | None = None) -> AuditReport:
-    if rule not in RULE_NAMES:
-        raise SearchConfigError(f"unknown pruning rule {rule!r}; the rules are "
-                                f"{', '.join(RULE_NAMES)}")
     config = config or SearchConfig()
+    if rule not in config.rule_names:
+        raise SearchConfigError(f"unknown pruning rule {rule!r}; the rules are "
+                                f"{', '.join(config.rule_names)} (a rule of your own goes in "
+                                "SearchConfig(rules=...))")
     issues = expressible(target, config)
     if issues:
         raise UnsupportedTargetError(f"{label or target.name}: {'; '.join(issues)}")

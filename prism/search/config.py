@@ -5,11 +5,18 @@ graph of at most 11 operators (loads and stores not counted) with at most 3 accu
 inputs and 1 output, 1–3 grid dims, Prism's default block vocabulary (minus clamp, which the op
 set has no entry for) and the accumulators `nored`, `red_ld_sum`, `red_ld_rms`. A kernel graph
 has at most 5 kernels (custom or pre-defined; inputs and outputs not counted).
+
+`rules` adds a user's own pruning rules after the built-in ones (`prism.search.pruning.RULES`):
+`(name, rule)` pairs, where `rule(ctx, family)` returns a `Pruned` or None exactly as a built-in
+rule does. Each is counted, traced, switchable off and auditable by its name, like the built-ins;
+this is how a new rule is tried (and debugged: notebook 07) without editing the engine.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from prism.errors import PrismError
 from prism.ir.ops import OPS
@@ -22,6 +29,7 @@ ACCUMULATORS = ("nored", "red_ld_sum", "red_ld_rms")
 KERNEL_OPS = ("matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "add", "mul", "div",
               "pow", "rms_norm")
 RULE_NAMES = ("structural", "abstract_expression", "hardware", "cost_bound")
+UserRule = tuple[str, Callable[[Any, Any], Any]]     # (name, rule(ctx, family) -> Pruned | None)
 
 
 class SearchConfigError(PrismError):
@@ -49,11 +57,17 @@ class SearchConfig:
                                                                  seconds=4.0))
     record_graphs: bool = False                 # put each family's sGraph JSON on its event
     hardware_every_op: bool = False             # z3 after every tile-making op, not per block
+    rules: tuple[UserRule, ...] = ()            # a user's pruning rules, after the built-ins
 
     def __post_init__(self) -> None:
         problems = self.problems()
         if problems:
             raise SearchConfigError("; ".join(problems))
+
+    @property
+    def rule_names(self) -> tuple[str, ...]:
+        """Every pruning rule this search runs (unless disabled), in order."""
+        return (*RULE_NAMES, *(name for name, _ in self.rules))
 
     def problems(self) -> list[str]:
         out = []
@@ -77,10 +91,20 @@ class SearchConfig:
             if bad:
                 out.append(f"unknown {what}(s) {', '.join(bad)}; choose from "
                            f"{', '.join(sorted(allowed))}")
-        bad = sorted(set(self.disabled) - set(RULE_NAMES))
+        for entry in self.rules:
+            if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str)
+                    and entry[0].isidentifier() and callable(entry[1])):
+                out.append(f"a user rule must be a (name, function) pair with an identifier "
+                           f"for its name, e.g. ('my_rule', my_rule); got {entry!r}")
+        given = [entry[0] for entry in self.rules if isinstance(entry, tuple) and entry]
+        clash = sorted({n for n in given if n in RULE_NAMES or given.count(n) > 1})
+        if clash:
+            out.append(f"user rule name(s) {', '.join(map(str, clash))} are taken (built-in "
+                       "or given twice); give each rule a name of its own")
+        bad = sorted(set(self.disabled) - set(self.rule_names))
         if bad:
             out.append(f"unknown pruning rule(s) {', '.join(bad)}; the rules are "
-                       f"{', '.join(RULE_NAMES)}")
+                       f"{', '.join(map(str, self.rule_names))}")
         return out
 
     def to_json(self) -> dict[str, object]:
@@ -91,4 +115,5 @@ class SearchConfig:
                 "block_ops": list(self.block_ops), "accumulators": list(self.accumulators),
                 "kernel_ops": list(self.kernel_ops), "disabled": sorted(self.disabled),
                 "budget_s": self.budget_s, "max_families": self.max_families,
-                "seed": self.seed}
+                "seed": self.seed,
+                **({"user_rules": [name for name, _ in self.rules]} if self.rules else {})}

@@ -122,7 +122,8 @@ class SearchResult:
                 "complete": self.complete, "stop_reason": self.stop_reason,
                 "families": {"generated": self.generated, "kept": self.kept,
                              "complete": len(self.families),
-                             "pruned": {r: self.pruned.get(r, 0) for r in _rules()}},
+                             "pruned": {r: self.pruned.get(r, 0)
+                                        for r in self.config.rule_names}},
                 "verdicts": dict(verdicts),
                 "best": self.best.id if self.best else None,
                 **({"notes": self.notes} if self.notes else {})}
@@ -139,11 +140,6 @@ class SearchResult:
         why = "" if self.complete else f" before the search was stopped ({self.stop_reason})"
         return (f"no candidate was proved equivalent to {self.target}{why}; raise the caps "
                 "(more block ops, grid dims) or the budget, or enable pre-defined kernel ops")
-
-
-def _rules() -> tuple[str, ...]:
-    from prism.search.config import RULE_NAMES
-    return RULE_NAMES
 
 
 def expressible(target: KernelGraph, config: SearchConfig) -> list[str]:

@@ -85,7 +85,7 @@ class Generator:
         self.cb.generated(fam)
         if fam.parent in self.marked:
             self.marked[fam.id] = self.marked[fam.parent]
-        for name, rule in RULES.items():
+        for name, rule in (*RULES.items(), *self.cfg.rules):
             if name in self.cfg.disabled and name != self.observe:
                 continue
             if name == self.observe and fam.id in self.marked:

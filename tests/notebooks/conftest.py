@@ -5,11 +5,13 @@ writes the checked-in `.ipynb`), executed top to bottom by nbclient in a fresh `
 whose working folder is `notebooks/`, and timed. A notebook runs once per session, however many
 tests look at it.
 
-An *oracle cell* may be appended to the in-memory notebook (never to the files): it runs after
-every notebook cell, in the same kernel, and prints one JSON line after `ORACLE_MARK`. It
-recomputes what the notebook printed by another route (the cost model on the winner's graph,
-torch on the interpreter's output, `substitute_graph` for tile shapes), so a test compares the
-notebook's own printout with an independent answer.
+A notebook's *oracle cell* is `oracles/NN_name.py`, when there is one. It is appended to the
+in-memory notebook (never to the files), runs after every notebook cell in the same kernel, and
+prints one JSON line after `ORACLE_MARK`. It recomputes what the notebook printed by another
+route (the cost model on the winner's graph, torch on the interpreter's output,
+`substitute_graph` for tile shapes, the audit for a pruning rule), so a test compares the
+notebook's own printout with an independent answer. Each notebook's tests live in
+`test_NN_name.py` and take the `run` fixture: `run("NN_name")` is the one cached execution.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+ORACLES = Path(__file__).resolve().parent / "oracles"
 ORACLE_MARK = "ORACLE "
 TIMEOUT_S = 600          # one cell; the whole notebook must still finish in under 120 s
 
@@ -95,7 +98,17 @@ def build() -> ModuleType:
     return _load_build()
 
 
+def oracle_source(stem: str) -> str:
+    path = ORACLES / f"{stem}.py"
+    return path.read_text() if path.exists() else ""
+
+
+@functools.cache
+def _execute_once(stem: str) -> Executed:
+    return execute(stem, oracle_source(stem))
+
+
 @pytest.fixture(scope="session")
-def run_notebook() -> Any:
-    """`run_notebook(stem, oracle_source)` → `Executed`, once per session for each notebook."""
-    return functools.cache(execute)
+def run() -> Any:
+    """`run(stem)` → `Executed`: the notebook and its oracle cell, once per session."""
+    return _execute_once
