@@ -87,7 +87,7 @@ def test_the_audit_finds_a_sound_user_rule_sound(cases):
     ((("structural", no_exp),), "taken"),
     ((("no_exp", no_exp), ("no_exp", no_exp)), "taken"),
     ((("no exp", no_exp),), "identifier"),
-    ((("no_exp", 3),), "(name, function) pair"),
+    ((("no_exp", 3),), r"\(name, function\) pair"),
 ])
 def test_a_bad_user_rule_is_a_clear_error(rules, message):
     with pytest.raises(SearchConfigError, match=message):
