@@ -1,0 +1,354 @@
+# %% [markdown]
+# # 04 · Equivalence proofs: why a fused kernel is right
+#
+# A superoptimizer proposes thousands of programs, and most of them are wrong. Testing a candidate
+# on random inputs can show that it is wrong, but never that it is right for every input, every
+# grid size and every loop range. Prism therefore **proves** each candidate it keeps. It writes
+# both programs as algebraic terms in which data movement is explicit, and it rewrites one into
+# the other with *axioms*: small identities of tensor algebra and of splitting and combining
+# tensors. The chain of rewrites is the proof.
+#
+# This notebook takes the fused RMSNorm + MatMul kernel of notebooks `01` and `02` apart, proof
+# first. It turns both programs into terms, grows an **e-graph** (the data structure that finds
+# the chain) one iteration at a time, and reads the proof step by step. Then it checks the proof
+# with a separate checker, looks at how one axiom is itself proved by the SMT solver z3, and ends
+# with a wrong kernel that the verifier refutes with a counterexample.
+
+# %% tags=["parameters"]
+SHAPES = {"X": (8, 64), "W": (64, 64)}
+AXIOM = "matmul-k-partial-sums"            # the axiom whose own proof section 5 shows
+SMT_TIMEOUT_MS = 5000                       # per z3 query
+MUTANT = "accumulator red_ld_rms → red_ld_mean"   # the wrong kernel section 6 looks at
+CHECK_AT = {"gx": 4, "F": 2}                # one member, to test the mutant at a real split
+MAX_ITERATIONS = 30
+SEED = 0
+
+# %% [markdown]
+# ## 1. Programs as terms
+#
+# The target is the unfused program, `rms_norm(X) @ W`. The candidate is the fused kernel with
+# its grid size `gx` and loop range `F` left as symbols (notebook `02`), so that one proof covers
+# every member. `prism.verify.translate` turns each into a term, one per output.
+#
+# In the candidate's term, the block graph's data movement becomes explicit:
+#
+# - `(part T d g)` splits data dim `d` of `T` into `g` pieces, one per block (or per loop
+#   iteration); `(rep T g)` gives every block the whole of `T`. These are the imap and fmap.
+# - `(red T g)` sums the pieces along `g`, `(mred T g)` averages them. These are the loop
+#   accumulators.
+# - `(comb T d g)` concatenates the blocks' pieces along dim `d`. This is the omap.
+#
+# Compute ops (`matmul`, `div`, `sqrt`, `mean`, `square`) keep their meaning. Read the tree below
+# from the leaves up: `X` is replicated over the grid and split over the loop along its dim 1;
+# `W` is split by columns over the grid and by rows over the loop.
+
+# %%
+import prism
+from prism.verify.translate import translate
+from prism.workloads.known_best import known_best
+
+workload = prism.get_workload("rmsnorm_matmul").with_shapes(**SHAPES)
+unfused = workload.graph
+fused = known_best("rmsnorm_matmul", SHAPES, grid="gx", loop="F")
+target = translate(unfused)
+candidate = translate(fused, input_names=target.inputs)   # the fused kernel over X and W
+(unfused_term,), (fused_term,) = target.terms, candidate.terms
+print("target:   ", unfused_term)
+print("candidate:", fused_term)
+
+
+def tree(term, depth=0):
+    """Print a term as an indented tree; short subterms stay on one line."""
+    if len(str(term)) <= 28:
+        print("  " * depth + str(term))
+        return
+    atoms = " ".join(a.head for a in term.args if a.is_leaf)
+    print("  " * depth + term.head + (f"   [{atoms}]" if atoms else ""))
+    for a in term.args:
+        if not a.is_leaf:
+            tree(a, depth + 1)
+
+
+print()
+tree(fused_term)
+
+# %% [markdown]
+# ## 2. An e-graph, one iteration at a time
+#
+# An **e-graph** stores many equal terms at once. Its nodes are grouped into *e-classes*, and
+# every node in one class stands for the same value. We add both terms, each in its own classes,
+# and apply every axiom everywhere it matches. Each match adds the rewritten term and merges its
+# class with the original's. Nothing is ever deleted, so no rewrite can lead the search astray.
+# We stop when the two terms' classes meet.
+#
+# `EGraph.run(..., iter_limit=1)` runs one round of matching and merging and returns a report.
+# The table shows each round: the e-graph's size, and the axioms whose rewrites merged two classes
+# (with how many merges each). Watch the order. The axioms that undo the loop
+# (`matmul-k-partial-sums`, `mean-of-chunk-means`) and the grid (`matmul-cols`, the `-rep` rules)
+# fire in the first rounds, each once an earlier rewrite has made its pattern appear.
+# `comb-part`, which undoes the output's concatenation, fires last, and the terms meet.
+
+# %%
+from prism.expr import EGraph
+from prism.expr.axioms import AXIOMS, AXIOMS_BY_NAME, rules
+from prism.expr.tensor_terms import TensorAnalysis
+
+table = rules()        # every axiom of the table, as an e-graph rewrite rule
+analysis = TensorAnalysis({t: unfused.shape(t) for t in unfused.inputs})   # shapes of X and W
+egraph = EGraph(analysis)
+a, b = egraph.add(fused_term), egraph.add(unfused_term)
+print(f"{len(table)} axioms; the two terms start with {egraph.num_nodes} e-nodes in "
+      f"{egraph.num_classes} e-classes\n")
+print(f"{'iteration':>9} {'e-nodes':>7} {'e-classes':>9}  met?  merges by axiom")
+met, iteration = False, 0
+while not met and iteration < MAX_ITERATIONS:
+    report = egraph.run(table, iter_limit=1)
+    iteration += 1
+    met = egraph.find(a) == egraph.find(b)
+    fired = ", ".join(f"{name} ×{n}" if n > 1 else name
+                      for name, n in report.applied.items() if n)
+    print(f"{iteration:>9} {report.nodes:>7} {report.classes:>9}  {'yes' if met else 'no ':<4}"
+          f"  {fired or '(nothing new)'}")
+print(f"\nthe terms met after {iteration} iterations" if met else "\nthe terms did not meet")
+
+# %% [markdown]
+# The e-graph stays small: a few dozen nodes. The axioms carry conditions on shapes, which the
+# tensor analysis checks. `matmul-cols` applies only when it is `B`'s *last* dim that is split,
+# and that keeps most rewrites from firing at all.
+#
+# The class where the two terms met now holds both programs and the ones in between. Its nodes
+# are listed below, each as a head over child classes. `extract` picks the smallest term in the
+# class, which is the unfused program.
+
+# %%
+root = egraph.find(b)
+print(f"class {root}:")
+for node in egraph.nodes(root):
+    print(f"  {node.head}({', '.join(f'class {egraph.find(c)}' for c in node.children)})")
+print("smallest term in the class:", egraph.extract(root))
+
+# %% [markdown]
+# ## 3. Reading the proof
+#
+# The e-graph remembers why it merged each pair of classes. `explain` turns that record into a
+# flat proof: a list of whole terms from the candidate to the target, each obtained from the last
+# by **one** axiom applied at **one** subterm. Each line below names the axiom (`→` forward, `←`
+# right to left) and shows the subterm it rewrote and what that became.
+#
+# Read it as a story. Steps 1 and 2 remove the loop from the matmul (the partial products over
+# the loop's chunks of `d` add up to the whole product) and then the grid (each block's columns
+# are the product's columns). The next steps do the same for the row RMS, which ends up
+# computed once, replicated to every block. Then the division moves inside the split, the
+# algebra turns `(X W) / rms` into `rms_norm(X) W`, and `comb-part` undoes the split of the
+# output.
+
+# %%
+from prism.verify.equiv import show_proof, verify
+
+steps = egraph.explain(fused_term, unfused_term)
+print(show_proof(tuple(steps)))
+
+# %% [markdown]
+# One step, in full. A step is a value: the axiom, its direction, the *path* to the rewritten
+# subterm (argument indices from the root of the whole term), and the substitution that
+# instantiates the axiom's pattern variables (`?a`, `?g`, ...). In the whole term, the rewritten
+# subterm is wrapped in `(Rewrite=> ...)`.
+
+# %%
+first = steps[0]
+axiom = AXIOMS_BY_NAME[first.rule]
+print(f"axiom:      {axiom.name}: {axiom.lhs}  =  {axiom.rhs}")
+print(f"            {axiom.statement}; condition {axiom.condition}")
+print(f"path:       {first.path}")
+print(f"rewrote:    {first.before.at(first.path)}")
+print(f"into:       {first.after.at(first.path)}")
+print("binding:    " + ", ".join(f"{var} ↦ {t}" for var, t in first.subst.items()))
+print(f"marked:     {first}")
+
+# %% [markdown]
+# `prism.verify` does all of the above in one call: translate, saturate with limits, explain.
+# It also reports whether the sizes stayed symbolic, which means the proof holds for every grid
+# size and loop range. Its proof is the one we just built by hand:
+
+# %%
+verdict = verify(unfused, fused)
+print(f"{verdict.verdict} by {verdict.method}: {verdict.proof_steps} steps, "
+      f"sizes {verdict.sizes}")
+print("e-graph:", verdict.report)
+print("same steps as ours:", [s.rule for s in verdict.steps[0]] == [s.rule for s in steps])
+
+# %% [markdown]
+# ## 4. Checking the proof without the e-graph
+#
+# Why trust the e-graph? We do not have to. `check_explanation` is a separate checker of about
+# a hundred lines. It uses only terms and the axiom table, never the e-graph. For every step it
+# checks that the axiom's side, instantiated with the step's substitution, *is* the subterm at the
+# path. It also checks that replacing it gives the next term, that the axiom's condition holds,
+# and that the chain runs from the candidate to the target. The verifier runs it on every proof
+# before returning it.
+#
+# A checker must also reject bad proofs. Below, one step is swapped for a plausible neighbour:
+# `sum-of-chunk-sums` instead of `mean-of-chunk-means`. Then one step is dropped altogether.
+# Each message names the step that fails; the checker counts steps from 0, the proof above
+# from 1.
+
+# %%
+from dataclasses import replace
+
+from prism.errors import ProofCheckError
+from prism.expr import check_explanation
+
+check_explanation(steps, table, fused_term, unfused_term, analysis)
+print(f"the {len(steps)}-step proof checks")
+swapped = next(i for i, s in enumerate(steps) if s.rule == "mean-of-chunk-means")
+tampered = {
+    f"step {swapped + 1} claims sum-of-chunk-sums":
+        [*steps[:swapped], replace(steps[swapped], rule="sum-of-chunk-sums"),
+         *steps[swapped + 1:]],
+    f"step {swapped + 1} dropped": [*steps[:swapped], *steps[swapped + 1:]],
+}
+for what, bad in tampered.items():
+    try:
+        check_explanation(bad, table, fused_term, unfused_term, analysis)
+        print(f"{what}: accepted (this would be a bug in the checker)")
+    except ProofCheckError as e:
+        print(f"{what}: rejected: {e}")
+
+# %% [markdown]
+# ## 5. Where an axiom's soundness comes from
+#
+# A proof is only as good as its axioms. Every axiom in the table records the kind of its
+# evidence: `smt` means that z3 proved it over unbounded tensors, with every size symbolic.
+# Tensors are functions from integer indices to the reals, and sums obey the laws of finite sums
+# (see `prism/smt.py`). `random` would mean a float64 check only. The table today:
+
+# %%
+from collections import Counter
+
+groups = Counter(ax.group for ax in AXIOMS)
+print(f"{len(AXIOMS)} axioms, evidence {dict(Counter(ax.evidence for ax in AXIOMS))}; by group: "
+      + ", ".join(f"{g} {n}" for g, n in groups.items()))
+
+# %% [markdown]
+# Take the axiom that undid the loop in step 1. An axiom is a pattern over *any* tensors, so z3
+# cannot check it once. Instead `generic_instances` enumerates every shape situation that the
+# condition admits: ranks 1 to 3, every dim index, each dim either literally 1 or a symbolic size.
+# z3 proves the identity for each situation, for all values and all sizes. The first lines below
+# show a few of those situations.
+
+# %%
+from prism.expr.instances import generic_instances
+from prism.smt import prove_axiom
+
+axiom = AXIOMS_BY_NAME[AXIOM]
+print(f"{axiom.name}: {axiom.lhs} = {axiom.rhs}")
+print(f"  {axiom.statement}; condition {axiom.condition}; table evidence {axiom.evidence}")
+instances = list(generic_instances(axiom))
+for inst in instances[:4]:
+    print("  e.g.", inst.describe())
+smt = prove_axiom(axiom, timeout_ms=SMT_TIMEOUT_MS)
+print(f"z3: {smt.status}, {smt.instances} of {len(instances)} instances: {smt.detail}")
+
+# %% [markdown]
+# Proving the axioms also catches wrong ones, and a wrong axiom would make every proof that uses
+# it worthless. Here is a slip that is easy to make when writing the RMS accumulator's rule: use
+# the *sum* of the chunks' means where their *mean* belongs. z3 refutes it, and because sums are
+# uninterpreted in its encoding, the refutation is confirmed by a float64 counterexample at the
+# sizes z3 suggested. The left side comes out `ga` times the right, as it must.
+
+# %%
+wrong = replace(AXIOMS_BY_NAME["mean-of-chunk-means"], name="mean-of-chunk-sums",
+                lhs="(mean (red (part ?t ?d ?g) ?g) ?d)")
+wrong_smt = prove_axiom(wrong, timeout_ms=SMT_TIMEOUT_MS)
+print(f"{wrong.name}: {wrong.lhs} = {wrong.rhs}")
+print(f"z3: {wrong_smt.status}: {wrong_smt.detail}")
+print(f"counterexample: {wrong_smt.model}")
+
+# %% [markdown]
+# ## 6. A wrong kernel and its counterexample
+#
+# Now the other direction: a candidate that is *not* equivalent. `prism.verify.mutate` makes
+# every one-edit mutant of the fused kernel: a wrong map entry, a wrong accumulator, swapped
+# operands, an extra op. The verifier's answer for each is below. The wrong maps, and one wrong
+# accumulator, change the output's shape, so the spec check calls them `invalid` before any proof
+# is tried. The others are well formed but compute something else.
+
+# %%
+from prism.verify.mutate import mutants
+
+judged = [(m, verify(unfused, m.graph)) for m in mutants(fused)]
+print(f"{'where':<11} {'edit':<38} {'verdict':<15} how")
+for m, v in judged:
+    where, edit = m.description.split(": ", 1)
+    how = v.reason if v.verdict == "invalid" else v.method
+    print(f"{'block op ' + where.split()[2]:<11} {edit:<38} {v.verdict:<15} {how}")
+
+# %% [markdown]
+# Take the wrong accumulator, the slip notebook `01` caught by comparing with torch by hand.
+# The verifier finds it without being told what to expect. First it tries to prove the mutant:
+# the e-graph *saturates* (no axiom adds anything new) without the terms meeting. That alone is
+# not proof of a bug, since the axioms might simply be too weak. So random testing decides. The
+# mutant and the target run in the float64 interpreter on the same random inputs, and the first
+# element that differs is the counterexample.
+
+# %%
+mutant, refuted = next((m, v) for m, v in judged if MUTANT in m.description)
+print(f"{mutant.description}: {refuted.verdict} ({refuted.method})")
+print("why:", refuted.reason)
+cex = refuted.counterexample
+for key, value in cex.items():
+    print(f"  {key:<13} {f'{value:.6g}' if isinstance(value, float) else value}")
+
+# %% [markdown]
+# A counterexample should be reproducible by anyone. It records the assignment of the sizes, the
+# seed of the inputs and the index of the differing element. We redraw the inputs from the seed
+# and run both graphs in the interpreter, and torch as well. Then we test the mutant once more at
+# a member that really splits the work (`CHECK_AT`), since `gx = F = 1` means one block and one
+# iteration.
+
+# %%
+from prism.verify import float_inputs, random_test
+
+shapes = [tuple(d.value for d in unfused.shape(t)) for t in unfused.inputs]
+arrays = float_inputs(shapes, cex["seed"])
+index = (cex["output"], *cex["index"])
+expected = prism.interpret(unfused, *arrays)
+got = prism.interpret(mutant.graph, *arrays, assignment=cex["assignment"])
+torch_value = workload.reference(*arrays)[index[0]][index[1:]]
+print(f"inputs: X{list(arrays[0].shape)}, W{list(arrays[1].shape)} standard normal, seed "
+      f"{cex['seed']}; X[0, :4] = {arrays[0][0, :4].round(4)}")
+print(f"output {index[0]} at {list(index[1:])}: target {expected[index[0]][index[1:]]:.6f} "
+      f"(torch {torch_value:.6f}), mutant {got[index[0]][index[1:]]:.6f}")
+again = random_test(unfused, mutant.graph, assignments=[CHECK_AT])
+print(f"random testing at {CHECK_AT}: equal {again.equal}, "
+      f"{again.counterexample.mismatches if again.counterexample else 0} elements differ")
+
+# %% [markdown]
+# ## 7. The proof widget
+#
+# `widgets.proof.ProofView` shows the same proof as the workbench's candidates tab does. Each
+# step's rewritten subterm is marked in the term before and after it, with the axiom's statement
+# and evidence. Below the steps is a picture of the e-graph around the class where the programs
+# met. Given the mutant's verdict, the view shows its counterexample instead.
+
+# %%
+from widgets.proof import ProofView
+
+ProofView(verdict.to_json())
+
+# %%
+ProofView(refuted.to_json())
+
+# %% [markdown]
+# ## What to remember
+#
+# - The verifier writes both programs as terms in which every split, copy, sum and
+#   concatenation is explicit. Grid and loop sizes stay symbols, so one proof covers every
+#   member of an sGraph.
+# - An e-graph applies every axiom everywhere, keeps all results, and stops when the two terms
+#   share a class. The proof is the chain of rewrites it recorded, and a separate checker replays
+#   it with terms alone.
+# - Each axiom carries its own evidence: z3 proves it for all shapes and values, and it refutes
+#   a plausible wrong one.
+# - A candidate without a proof is not assumed wrong. Random testing looks for a counterexample
+#   that anyone can reproduce from its seed and sizes.
