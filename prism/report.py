@@ -41,6 +41,9 @@ def write_outputs(result: OptimizeResult, folder: Path) -> dict[str, str]:
         if best.ptx:
             files["ptx"].write_text("\n".join(f"// kernel {name} (sm_90)\n{strip_locations(p)}"
                                               for name, p in best.ptx.items()))
+        elif best.graph.custom_ops:     # superoptimize(..., compile_ptx=False) skipped it
+            files["ptx"].write_text("// not compiled: this run skipped PTX (compile_ptx=False); "
+                                    "kernel.py holds the Triton kernel(s)\n")
         else:
             files["ptx"].write_text("// no Triton kernel: every op of this program runs as a "
                                     "pre-defined torch op\n")

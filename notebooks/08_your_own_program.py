@@ -1,0 +1,245 @@
+# %% [markdown]
+# # 08 · Your own program: from a torch function to a fused kernel file
+#
+# The earlier notebooks optimize Prism's named workloads. This one optimizes a program of yours.
+# You write an ordinary PyTorch function, tell Prism the shapes of its inputs, and get back a
+# Triton module: one fused kernel, proved equal to your function and checked against it, saved
+# to a file you can import.
+#
+# The example is a step that transformer code is full of but that none of the nine workloads
+# covers: a projection, its GELU activation, and a residual connection,
+# `H + gelu(X @ W)`. PyTorch runs it as three kernels: the matmul writes `X @ W` to device
+# memory, GELU reads it and writes its result, and the add reads that back with `H`. A fused
+# kernel reads `X`, `W` and `H` once and writes the answer once.
+#
+# Replace the function with your own. The sections say what to check at each step.
+
+# %% tags=["parameters"]
+SHAPES = {"X": (8, 64), "W": (64, 64), "H": (8, 64)}   # small: searched and checked in seconds
+DEVICE = "h100"            # the cost model's device: h100, h200 or a100
+BUDGET_S = 60              # seconds for search + tuning
+SEARCH = {"grid_dims": (1,), "max_block_ops": 4, "block_ops": ("matmul", "gelu", "add"),
+          "accumulators": ("nored",)}
+MAX_TRIALS = 2             # finalists that get Triton code
+COMPILE_PTX = True         # also compile the finalists for sm_90 (Hopper) PTX, without a GPU
+SEED = 0
+
+# %% [markdown]
+# ## 1. Write it as a workload
+#
+# `@prism.workload(...)` takes one shape per parameter. The function stays a torch function:
+# calling it runs PyTorch as before. Prism traces it with `torch.fx` into a **kernel graph**, one
+# node per operator, the first time you ask for `.graph`. Check the picture: it should show
+# exactly the operators you wrote, in order.
+
+# %%
+import torch
+
+import prism
+
+
+@prism.workload(**SHAPES)
+def gelu_residual(X, W, H):
+    """H + gelu(X @ W): a projection, its activation and a residual connection."""
+    return H + torch.nn.functional.gelu(X @ W)
+
+
+graph = gelu_residual.graph
+print(gelu_residual, "·", gelu_residual.description)
+for op in graph.ops:
+    if op.kind not in ("input", "output"):
+        shapes = [[d.value for d in graph.shape(t)] for t in (*op.inputs, *op.outputs)]
+        print(f"  {op.kind:<7} {', '.join(map(str, shapes[:-1])):<22} → {shapes[-1]}")
+print("kernels as traced:", graph.num_kernels)
+graph
+
+# %% [markdown]
+# ## 2. Check the trace before optimizing
+#
+# A traced graph is only useful if it computes what your function computes. Run it in the float64
+# reference interpreter (`prism.interpret`) and compare with your own function in float64
+# (`.reference`). Both use the same random inputs, drawn by `.random_inputs`. The error should be
+# at the level of float64 rounding. A large error here means the trace is wrong, and nothing
+# after it can be right.
+
+# %%
+from prism.check import max_rel_err
+
+arrays = gelu_residual.random_inputs(SEED)
+err = max_rel_err(prism.interpret(graph, *arrays), gelu_residual.reference(*arrays))
+print(f"traced graph vs your torch function (float64): max relative error {err:.1e}")
+
+# %% [markdown]
+# ## 3. Optimize it
+#
+# One call does the whole pipeline, as in notebook `00`: search, prove, tune, check, and with
+# `out=` write the files. The search caps in the parameters cell keep this to seconds. By
+# default the block vocabulary is the operators your program uses plus `div` and `mul`, at
+# Prism's full caps, which is the setting for a real run.
+
+# %%
+import tempfile
+from pathlib import Path
+
+from prism.pipeline import best_summary
+from prism.report import check_text, result_rows
+from prism.search import SearchConfig
+
+out = Path(tempfile.mkdtemp(prefix="prism-08-")) / "gelu_residual"   # nothing goes in the repo
+result = prism.superoptimize(gelu_residual, device=DEVICE, measure="model", budget_s=BUDGET_S,
+                             search_config=SearchConfig(budget_s=BUDGET_S, **SEARCH),
+                             max_trials=MAX_TRIALS, compile_ptx=COMPILE_PTX, out=out)
+for what, latency, kind in result_rows(best_summary(result)):
+    print(f"{what:<40} {latency:>8.2f} µs  {kind}")
+print(f"{'speed-up over eager':<40} {result.eager_us / result.best.modeled_us:>7.2f}x  modeled")
+print("check:", check_text(result.best.check))
+
+# %% [markdown]
+# How to read it:
+#
+# - **best** names the winning configuration: a candidate and its grid size. There should be one
+#   kernel where eager has one per operator.
+# - The **roofline** is the floor: every input read once, the output written once, one launch.
+#   At these small shapes the launch dominates, so a fused kernel sits near it and eager pays
+#   the launch once per operator.
+# - The **check** ran the generated Triton code on random inputs and compared it with *your*
+#   function: the workload's torch reference is the code in the cell above.
+#
+# The winner's graph: one custom kernel. The box is the block graph, and its labels give the
+# grid, the loop and the maps (notebook `01` explains each). The proof line says how the
+# candidate was shown equal to your program, and the `sizes` field says whether the proof covers
+# every grid size (notebook `02`).
+
+# %%
+best = result.best
+print(f"{best.config}: {best.num_kernels} kernel(s), parameters {best.params}")
+if best.verdict is None:
+    print("your program itself won: it needs no proof")
+else:
+    print(f"proof: {best.verdict.method}, {best.verdict.proof_steps} steps, "
+          f"sizes {best.verdict.sizes}")
+best.graph
+
+# %% [markdown]
+# ## 4. What was written
+#
+# `out=` wrote five files: the kernel module, its PTX for Hopper GPUs (compiled here without a
+# GPU), the run's trace of every event, a static HTML report, and the result as JSON. From a
+# shell, the same run is
+#
+# ```sh
+# prism optimize my_program.py:gelu_residual --out out/ --max-block-ops 4 --grid-dims 1 \
+#     --block-ops matmul,gelu,add --accumulators nored --max-trials 2
+# ```
+#
+# where `my_program.py` holds the decorated function. Drop the caps for a full search.
+
+# %%
+import json
+
+for key, path in result.files.items():
+    print(f"{key:<7} {Path(path).name:<13} {Path(path).stat().st_size:>8} bytes")
+doc = json.loads((out / "result.json").read_text())
+print(f"result.json: best {doc['best']['config']} at {doc['best']['latency_us']} µs "
+      f"{doc['best']['latency_kind']}, verdict {doc['best']['verdict']}")
+ptx = (out / "kernel.ptx").read_text().splitlines()
+print("kernel.ptx:", next((line.strip() for line in ptx if line.startswith(".target")),
+                          "no .target line"))
+
+# %% [markdown]
+# `kernel.py` is plain Python: a docstring that names the configuration and the inputs' order,
+# the Triton kernel (`@triton.jit`, one tile per block, as notebook `05` shows), and a `run`
+# function that checks the shapes, allocates the output and launches the grid. Here are the
+# docstring and `run`:
+
+# %%
+source = (out / "kernel.py").read_text().splitlines()
+print("\n".join(source[:source.index('"""', 1) + 1]))
+print("...")
+print("\n".join(source[next(i for i, line in enumerate(source) if line.startswith("def run(")):]))
+
+# %% [markdown]
+# ## 5. Use the kernel
+#
+# Import the file as any module and call `run` with fp16 tensors. On a GPU they are CUDA
+# tensors, and Triton compiles the kernel for it. Without one, Prism set `TRITON_INTERPRET=1`
+# before Triton was imported, so the same code runs in Triton's interpreter on CPU tensors.
+# Either way, compare with your function. Rounding to fp16 allows a relative error of about
+# 1e-3. Prism's tolerance for fp16 kernels is 2e-2, and anything near 1 would mean a wrong
+# kernel.
+
+# %%
+import importlib.util
+
+spec = importlib.util.spec_from_file_location("gelu_residual_kernel", out / "kernel.py")
+kernel = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(kernel)
+
+where = "cuda" if torch.cuda.is_available() else "cpu"
+inputs = [torch.tensor(a, dtype=torch.float16, device=where)
+          for a in gelu_residual.random_inputs(SEED + 1)]
+got = kernel.run(*inputs)
+want = gelu_residual(*[t.double() for t in inputs])      # your function, in float64
+rel = float((got.double() - want).abs().max() / want.abs().max())
+print(f"kernel.run on {where} ({'GPU' if where == 'cuda' else 'Triton interpreter'}): "
+      f"{got.dtype}, shape {tuple(got.shape)}")
+print(f"exported kernel vs your torch function: max relative error {rel:.1e}")
+
+# %% [markdown]
+# The module was generated for these shapes, and `run` refuses others, saying so. To get a kernel
+# for another size, optimize the workload at that size:
+# `gelu_residual.with_shapes(X=(16, 4096), W=(4096, 4096), H=(16, 4096))`.
+
+# %%
+try:
+    kernel.run(*[torch.cat([t, t]) for t in inputs])
+except ValueError as e:
+    print(f"{type(e).__name__}: {e}")
+
+# %% [markdown]
+# ## 6. When Prism cannot take your program
+#
+# Every mistake Prism can diagnose is a `PrismError` whose message says what is wrong and what
+# to do. These three come up most often: an operator outside the vocabulary, shapes that do not
+# fit, and a parameter without a shape. Shapes are checked when you decorate; operators and their
+# shapes when the function is traced.
+
+# %%
+from prism.errors import PrismError
+
+
+def with_tanh(X, W, H):
+    return H + torch.tanh(X @ W)          # tanh is not in the op table
+
+
+def gelu_residual_again(X, W, H):
+    return H + torch.nn.functional.gelu(X @ W)
+
+
+attempts = {
+    "an operator outside the vocabulary": lambda: prism.workload(with_tanh, **SHAPES).graph,
+    "shapes that do not fit": lambda: prism.workload(
+        gelu_residual_again, **{**SHAPES, "X": (8, 32)}).graph,     # X's 32 columns, W's 64 rows
+    "a parameter without a shape": lambda: prism.workload(
+        gelu_residual_again, X=SHAPES["X"], W=SHAPES["W"]),
+}
+for what, attempt in attempts.items():
+    try:
+        attempt()
+        print(f"{what}: no error")
+    except PrismError as e:
+        print(f"{what}:\n  {type(e).__name__}: {e}")
+
+# %% [markdown]
+# ## What to remember
+#
+# - `@prism.workload(X=..., ...)` turns a torch function into a program Prism can optimize. It
+#   stays callable, `.graph` is its trace, and `.reference` is your function in float64, the
+#   oracle for everything after.
+# - Check the trace against your function before optimizing; then one `prism.superoptimize(...,
+#   out=DIR)` (or `prism optimize file.py:function --out DIR`) gives a proved, checked fused
+#   kernel as `kernel.py`, with PTX, the trace, a report and the result.
+# - The exported module is ordinary Python: import it, call `run`, and compare it with your
+#   function. On a CPU it runs in Triton's interpreter, and on a GPU it compiles.
+# - What Prism cannot take, it names: an unsupported operator, shapes that do not fit, a missing
+#   shape.
