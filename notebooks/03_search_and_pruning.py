@@ -179,12 +179,13 @@ show_prune(abstract[0])
 # %% [markdown]
 # ### 3.3 hardware
 #
-# On the default device limits (`prism.search.Device()`, whose shared memory is printed below)
-# every family of this small search fits, so the hardware rule pruned nothing above. It fires on a smaller device.
-# When a block graph is stored, z3 decides whether *any* assignment of the grid size, the loop
-# range and the map bits satisfies every limit: tiles divide evenly, they fit in shared memory,
-# and matmul tiles are at least the device's minimum matmul tile. If none does, the family is pruned, and the **unsat
-# core** is the evidence. It is a set of constraints that cannot all hold together.
+# On the default device limits (`prism.search.Device()`, whose shared memory is printed below) every
+# family of this small search fits, so the hardware rule pruned nothing above. It fires on a smaller
+# device. When a block graph is stored, z3 decides whether *any* assignment of the grid size, the
+# loop range and the map bits satisfies every limit: tiles divide evenly, they fit in shared memory,
+# and matmul tiles are at least the device's minimum matmul tile. If none does, the family is
+# pruned, and the **unsat core** is the evidence. It is a set of constraints that cannot all hold
+# together.
 #
 # The core's tile expressions are long because every map entry is still a 0/1 symbol. Their
 # middles are cut below; the full text is on the event. Read the ends of each line: which
@@ -259,13 +260,13 @@ print(f"the incumbent {incumbent.id}: {incumbent.num_kernels} kernel(s), "
 # where it fires, the others on the default one. Each search with a rule off gets a family
 # budget (`ABLATION_MAX_FAMILIES`), and the `done` column says whether it finished within it.
 #
-# Look at the three kinds of work. `families` counts the families generated. `candidates` counts
-# the programs that reached the verifier, each of them proved, refuted or left undecided, which
-# is the expensive part. `proved` counts the candidates proved equivalent. A rule that fires early, such as
+# Look at the three kinds of work. `families` counts the families generated. `candidates` counts the
+# programs that reached the verifier, each of them proved, refuted or left undecided, which is the
+# expensive part. `proved` counts the candidates proved equivalent. A rule that fires early, such as
 # structural, saves families. A rule that fires only when a block is stored, such as hardware or
-# cost_bound, saves few families or none. What it saves is candidates: every member of a
-# stored block graph would have been instantiated and sent to the verifier. The last column
-# compares the best program's modeled latency with the rule on and off.
+# cost_bound, saves few families or none. What it saves is candidates: every member of a stored
+# block graph would have been instantiated and sent to the verifier. The last column compares the
+# best program's modeled latency with the rule on and off.
 
 # %%
 import dataclasses
@@ -289,7 +290,8 @@ for rule, (on, off) in runs.items():
     done = "yes" if off.complete else off.stop_reason
     print(f"{rule:<20} {on.generated:>6} → {off.generated:>5} "
           f"{len(on.candidates):>4} → {len(off.candidates):>4} "
-          f"{len(on.equivalent):>3} → {len(off.equivalent):>3} {on.seconds:>5.1f} → {off.seconds:>4.1f} "
+          f"{len(on.equivalent):>3} → {len(off.equivalent):>3} "
+          f"{on.seconds:>5.1f} → {off.seconds:>4.1f} "
           f"{done:>9}  {latency(on)} → {latency(off)}")
 
 # %% [markdown]

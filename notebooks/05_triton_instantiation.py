@@ -140,7 +140,8 @@ with np.errstate(all="ignore"):          # padded lanes compute 0/0 in the inter
     out = module.run(*tensors)
 got = out.double().cpu().numpy()
 print(f"output {out.dtype} {list(out.shape)} on {out.device}, NaN elements {np.isnan(got).sum()}")
-print(f"relative error vs float64 interpreter {rel_err(got, prism.interpret(member, *exact)[0]):.1e}")
+reference = prism.interpret(member, *exact)[0]
+print(f"relative error vs float64 interpreter {rel_err(got, reference):.1e}")
 print(f"relative error vs torch               {rel_err(got, workload.reference(*exact)[0]):.1e}"
       f"   (fp16 tolerance {TOLERANCE})")
 
@@ -265,8 +266,9 @@ for env, prog, result in zip((MEMBER, OTHER), (program, other_program), compiled
 # The second member loops over more, thinner slices of `d` with a wider `W` tile. Compare the
 # two members' lines: the number of tensor-core instructions and the shared memory follow the
 # tile shapes. In the first lines, the entry's parameters are the three tensor pointers, followed
-# by pointers that Triton adds for its own scratch memory. On a GPU, `prism optimize ... --measure cuda` would time each member with CUDA events
-# (kind `measured`) and keep the fastest.
+# by pointers that Triton adds for its own scratch memory. On a GPU,
+# `prism optimize ... --measure cuda` would time each member with CUDA events (kind `measured`)
+# and keep the fastest.
 
 # %%
 print("PTX of the first member, the first lines:")

@@ -67,8 +67,9 @@ print(f"minimum traffic {total / 1e6:.3f} MB, {flops / 1e6:.1f} MFLOP at full si
 # Now the same program on each device in the cost model's table. The **ridge point** is
 # peak ÷ bandwidth: the FLOPs per byte a program needs before compute, not memory, limits it.
 # Compare our program's FLOPs per byte, printed above, with the ridge column: it is far below
-# every ridge, so the program is *memory bound*. Its roofline is the time to stream `W` once, plus a launch. Compare the H100 and H200
-# rows: the same chip with faster memory, and the bound falls with the bandwidth.
+# every ridge, so the program is *memory bound*. Its roofline is the time to stream `W` once,
+# plus a launch. Compare the H100 and H200 rows: the same chip with faster memory, and the bound
+# falls with the bandwidth.
 #
 # The `memory µs` and `compute µs` columns are computed in this cell from the numbers above. The
 # `roofline µs` column is the engine's own `roofline_us`, so they can be checked against each
