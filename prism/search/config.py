@@ -96,15 +96,17 @@ class SearchConfig:
                     and entry[0].isidentifier() and callable(entry[1])):
                 out.append(f"a user rule must be a (name, function) pair with an identifier "
                            f"for its name, e.g. ('my_rule', my_rule); got {entry!r}")
-        given = [entry[0] for entry in self.rules if isinstance(entry, tuple) and entry]
+        given = [entry[0] for entry in self.rules if isinstance(entry, tuple)
+                 and len(entry) == 2 and isinstance(entry[0], str)]
         clash = sorted({n for n in given if n in RULE_NAMES or given.count(n) > 1})
         if clash:
-            out.append(f"user rule name(s) {', '.join(map(str, clash))} are taken (built-in "
-                       "or given twice); give each rule a name of its own")
-        bad = sorted(set(self.disabled) - set(self.rule_names))
+            out.append(f"user rule name(s) {', '.join(clash)} are taken (built-in or given "
+                       "twice); give each rule a name of its own")
+        known = (*RULE_NAMES, *given)
+        bad = sorted(set(self.disabled) - set(known))
         if bad:
             out.append(f"unknown pruning rule(s) {', '.join(bad)}; the rules are "
-                       f"{', '.join(map(str, self.rule_names))}")
+                       f"{', '.join(known)}")
         return out
 
     def to_json(self) -> dict[str, object]:

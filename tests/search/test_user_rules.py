@@ -88,6 +88,8 @@ def test_the_audit_finds_a_sound_user_rule_sound(cases):
     ((("no_exp", no_exp), ("no_exp", no_exp)), "taken"),
     ((("no exp", no_exp),), "identifier"),
     ((("no_exp", 3),), r"\(name, function\) pair"),
+    ((no_exp,), r"\(name, function\) pair"),                   # the name forgotten
+    (("no_exp", no_exp), r"\(name, function\) pair"),          # the pair not in a tuple
 ])
 def test_a_bad_user_rule_is_a_clear_error(rules, message):
     with pytest.raises(SearchConfigError, match=message):
