@@ -180,7 +180,7 @@ inputs = [torch.tensor(a, dtype=torch.float16, device=where)
           for a in gelu_residual.random_inputs(SEED + 1)]
 got = kernel.run(*inputs)
 want = gelu_residual(*[t.double() for t in inputs])      # your function, in float64
-rel = float((got.double() - want).abs().max() / want.abs().max())
+rel = max_rel_err([got.double().cpu().numpy()], [want.cpu().numpy()])
 print(f"kernel.run on {where} ({'GPU' if where == 'cuda' else 'Triton interpreter'}): "
       f"{got.dtype}, shape {tuple(got.shape)}")
 print(f"exported kernel vs your torch function: max relative error {rel:.1e}")

@@ -61,6 +61,7 @@ class Generator:
         self.vocab = {k: i for i, k in enumerate((*config.block_ops, *config.accumulators))}
         self.kvocab = {k: i for i, k in enumerate(("customized", *config.kernel_ops))}
         self.marked: dict[str, str] = {}       # audit: family → the observed prune above it
+        self.rules = (*RULES.items(), *config.rules)   # built-ins first, then the user's
 
     # -- driving ---------------------------------------------------------------------------
 
@@ -85,7 +86,7 @@ class Generator:
         self.cb.generated(fam)
         if fam.parent in self.marked:
             self.marked[fam.id] = self.marked[fam.parent]
-        for name, rule in (*RULES.items(), *self.cfg.rules):
+        for name, rule in self.rules:
             if name in self.cfg.disabled and name != self.observe:
                 continue
             if name == self.observe and fam.id in self.marked:
