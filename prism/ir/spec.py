@@ -10,8 +10,12 @@ parallel dim; tile shapes equal to the map formula; accumulators only on pre-loo
 mixing pre- and post-loop operands; outputs only of post-loop tiles; the custom op's output shapes
 equal to the omap formula.
 
-Under an assignment (or when the graph has no free variables) every dimension is also evaluated:
-each quotient must divide exactly and every size must be ≥ 1.
+With free variables and no assignment (a symbolic candidate: grid sizes, loop ranges, map bits)
+every check above runs that needs no value: op arities and levels, shapes compared as dimension
+expressions (the shape rules match dims through map bits, as the search records them), every
+concrete map row and the constant 1s of a row with bits, constant dims ≥ 1. Under an
+assignment (or when the graph has no free variables) every dimension is also evaluated: each
+quotient must divide exactly and every size must be ≥ 1.
 """
 
 from __future__ import annotations
@@ -221,18 +225,24 @@ def _check_map(m: Map, rows: int, rank: int, where: str, env: dict[str, int] | N
             if not (e in (Dim({(): 0}), Dim({(): 1})) or _is_bit(e)):
                 out.append(f"{where}: entry {e} is neither 0, 1 nor a 0/1 map variable")
                 return
-    if m.is_concrete or env is not None:
-        for p, row in enumerate(m.rows):
-            try:
-                values = [e.value if e.is_const else evaluate(e, env) for e in row]
-            except DimExprError as err:
-                out.append(f"{where}: {err}")
-                return
-            if any(v not in (0, 1) for v in values):
-                out.append(f"{where}: parallel dim {p} has entries {values}; each must be 0 or 1")
-            elif sum(values) > 1:
-                out.append(f"{where}: parallel dim {p} splits {sum(values)} data dims; "
-                           "a parallel dim splits at most one data dim of a tensor")
+    for p, row in enumerate(m.rows):
+        if env is None and not all(e.is_const for e in row):
+            # A row with bits: whatever they are, its constant 1s split that many data dims.
+            ones = sum(1 for e in row if e == Dim({(): 1}))
+            if ones > 1:
+                out.append(f"{where}: parallel dim {p} splits {ones} data dims whatever its map "
+                           "bits; a parallel dim splits at most one data dim of a tensor")
+            continue
+        try:
+            values = [e.value if e.is_const else evaluate(e, env) for e in row]
+        except DimExprError as err:
+            out.append(f"{where}: {err}")
+            return
+        if any(v not in (0, 1) for v in values):
+            out.append(f"{where}: parallel dim {p} has entries {values}; each must be 0 or 1")
+        elif sum(values) > 1:
+            out.append(f"{where}: parallel dim {p} splits {sum(values)} data dims; "
+                       "a parallel dim splits at most one data dim of a tensor")
 
 
 def _is_bit(e: Dim) -> bool:

@@ -2,10 +2,12 @@
 range? The answer is a value — `Proved(steps)`, `Refuted(counterexample)`, `Unknown(reason)` or
 `Invalid(reason)` — never a print.
 
-1. The candidate must be well-formed (`spec`) and take the target's inputs and give its outputs
-   (same counts and shapes), else `Invalid`.
+1. The candidate must be well-formed (`spec`; a symbolic candidate gets every check that needs
+   no value of its grid sizes, loop ranges and map bits) and take the target's inputs and give
+   its outputs (same counts and shapes), else `Invalid`.
 2. Both become tensor terms (`translate`), the candidate's inputs renamed to the target's by
-   position; grid and loop sizes stay opaque axis names, so one proof covers every size.
+   position; grid and loop sizes stay opaque axis names, so one proof covers every size. A
+   candidate translation refuses (a map row with two 1s, symbolic maps) is `Invalid`.
 3. An e-graph holding both, with the tensor analysis, is saturated with the axiom table until
    each output pair shares an e-class (the goal) or a limit is reached. Each proof is the flat
    explanation from candidate to target, replayed by the independent checker before it is
@@ -13,7 +15,8 @@ range? The answer is a value — `Proved(steps)`, `Refuted(counterexample)`, `Un
    Sizes are tried symbolic first (the proof then holds for every grid size and loop range);
    a concrete candidate that fails so is tried with its sizes known.
 4. Without a proof, random testing decides between `Refuted` (a counterexample) and `Unknown`
-   (the limits were reached, or the axioms could not show it; random tests found no difference).
+   (the limits were reached, or the axioms could not show it; random tests found no difference,
+   or could not run: no assignment of the candidate's sizes it tried is well-formed).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from prism.errors import PrismError
+from prism.errors import PrismError, VerifyError
 from prism.expr import EGraph, RunReport, Step, check_explanation
 from prism.expr.axioms import AXIOMS_BY_NAME, rules
 from prism.expr.tensor_terms import TensorAnalysis
@@ -122,7 +125,11 @@ def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _
            notes: list[str], concrete: bool) -> Verdict | None:
     """A checked proof, or None with the reason appended to `notes`."""
     tgt = translate(target)
-    cand = translate(candidate, input_names=tgt.inputs, concrete_sizes=concrete)
+    try:
+        cand = translate(candidate, input_names=tgt.inputs, concrete_sizes=concrete)
+    except PrismError as e:  # a graph the terms cannot express is no program to prove
+        return Verdict("invalid", "translate", clock(),
+                       reason=f"the candidate cannot be translated: {e}")
     # Symbolic: every axis size is the variable of its name, so conditions hold for all sizes.
     sizes = {**tgt.sizes, **cand.sizes} if concrete else {}
     analysis = TensorAnalysis(dict(zip(tgt.inputs, (target.shape(t) for t in target.inputs),
@@ -157,7 +164,11 @@ def _fallback(target: KernelGraph, candidate: KernelGraph, clock: _Clock, notes:
               ) -> Verdict:
     """No proof: random testing decides between a counterexample and `unknown`."""
     why = "; ".join(notes)
-    result = random_test(target, candidate)
+    try:
+        result = random_test(target, candidate)
+    except VerifyError as e:  # no assignment it tried makes the candidate well-formed
+        return Verdict("unknown", "e-graph", clock(),
+                       reason=f"no proof: {why}; random testing could not run: {e}")
     if not result.equal:
         cex = result.counterexample.to_json() if result.counterexample else None
         return Verdict("not_equivalent", result.method, clock(), counterexample=cex,
@@ -178,7 +189,7 @@ def _small_assignment(candidate: KernelGraph) -> dict[str, int] | None:
 
 
 def _invalid_reason(target: KernelGraph, candidate: KernelGraph) -> str:
-    found = problems(candidate) if not candidate.free_vars() else []
+    found = problems(candidate)   # with free variables: the checks that need no value
     if found:
         return f"the candidate is not well-formed: {found[0]}"
     if len(candidate.inputs) != len(target.inputs):

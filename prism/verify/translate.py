@@ -15,6 +15,9 @@ Data movement becomes explicit (`prism.expr.tensor_terms` gives the meaning of e
 Grid and loop sizes stay opaque axis names, so one proof covers every size; an axis of constant
 size 1 is left out (a split into one part, a copy onto one block and a sum over one block are
 identities). Axis names are distinct per custom kernel (`gx`, `F`; `gx1`, `F1`; ...).
+
+Maps must be concrete (else `VerifyError`: instantiate them first), and each row may split one
+data dim at most: a row with two 1s is no program (`SpecError`), never read as its first 1.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from prism.errors import PrismError
+from prism.errors import PrismError, SpecError, VerifyError
 from prism.expr.terms import Term
 from prism.ir.dims import Dim, evaluate
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
@@ -104,15 +107,20 @@ def _is_one(size: Dim) -> bool:
     return size.is_const and size.value == 1
 
 
-def _map_dims(m: Map) -> list[int]:
-    """Per row, the data dim it splits (-1: none); the map must be concrete."""
+def _map_dims(m: Map, where: str) -> list[int]:
+    """Per row, the data dim it splits (-1: none). The map must be concrete, and no row may
+    split two data dims (a parallel dim splits at most one data dim of a tensor)."""
     out = []
-    for row in m.rows:
+    for p, row in enumerate(m.rows):
         try:
             hits = [d for d, e in enumerate(row) if evaluate(e) == 1]
         except PrismError:
-            raise PrismError("a block graph with symbolic maps cannot be translated; "
-                             "instantiate its maps first") from None
+            raise VerifyError(f"{where} is symbolic: a block graph with symbolic maps cannot be "
+                              "translated; instantiate its maps first") from None
+        if len(hits) > 1:
+            raise SpecError([f"{where}: parallel dim {p} splits data dims "
+                             f"{', '.join(map(str, hits))}; a parallel dim splits at most one "
+                             "data dim of a tensor"])
         out.append(hits[0] if hits else -1)
     return out
 
@@ -156,7 +164,9 @@ def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Di
     for op in bg.ops:
         if op.kind == "input":
             t = next(inputs)
-            imap, fmap = _map_dims(op.attr["imap"]), _map_dims(op.attr["fmap"])[0]
+            tile = op.outputs[0]
+            imap = _map_dims(op.attr["imap"], f"block input {tile} imap")
+            fmap = _map_dims(op.attr["fmap"], f"block input {tile} fmap")[0]
             for p, name in axes:
                 t = _split(t, imap[p], name)
             if loop is not None:
@@ -178,7 +188,7 @@ def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Di
     results = []
     for op in bg.output_ops:
         t = env[op.inputs[0]]
-        omap = _map_dims(op.attr["omap"])
+        omap = _map_dims(op.attr["omap"], f"block output {op.inputs[0]} omap")
         for p, name in reversed(axes):
             t = Term("comb", (t, leaf(omap[p]), leaf(name))) if omap[p] >= 0 else \
                 Term("red", (t, leaf(name)))

@@ -2,7 +2,9 @@
 independent checker; mutants never proven (random testing is the oracle that they differ); the
 `prism verify` command."""
 
+import itertools
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -10,8 +12,13 @@ from prism.cli import main
 from prism.expr import check_explanation
 from prism.expr.axioms import rules
 from prism.expr.tensor_terms import TensorAnalysis
+from prism.frontend.builder import Block, Graph
 from prism.frontend.mirage import import_mirage
+from prism.ir.dims import bit, const
+from prism.ir.graph import Map
+from prism.ir.infer import infer_shapes
 from prism.ir.serialize import save
+from prism.ir.spec import problems
 from prism.verify.equiv import Limits, verify
 from prism.verify.mutate import mutants
 from prism.verify.randomized import modular_test, random_test
@@ -141,3 +148,104 @@ def test_prism_verify_stays_callable_after_its_subpackage_is_imported():
     from prism.workloads.known_best import known_best
     w = get_workload("rmsnorm_matmul").with_shapes(X=(8, 64), W=(64, 64))
     assert prism.verify(w.graph, known_best("rmsnorm_matmul", w.shapes)).verdict == "equivalent"
+
+
+# -- symbolic candidates are checked too ----------------------------------------------------------
+
+def rmsnorm_target():
+    g = Graph("rmsnorm")
+    X, W = g.input("X", (8, 256)), g.input("W", (256, 128))
+    g.output(g.matmul(g.rms_norm(X), W))
+    return g.build()
+
+
+def symbolic_rmsnorm():
+    """The fused rms_norm(X) @ W with its grid size gx and loop range F symbolic."""
+    g = Graph("rmsnorm.symbolic")
+    X, W = g.input("X", (8, 256)), g.input("W", (256, 128))
+    tb = Block(grid=("gx",), forloop_range="F")
+    x, w = tb.input(X, imap=(-1,), fmap=1), tb.input(W, imap=(1,), fmap=0)
+    tb.output(tb.div(tb.accum(tb.matmul(x, w)), tb.accum(x, "red_ld_rms")), omap=(1,))
+    (out,) = g.customized(tb)
+    g.output(out)
+    return g.build()
+
+
+def edit_block(graph, edit):
+    """`graph` with each block op of its custom kernel replaced by `edit(op)`."""
+    (custom,) = graph.custom_ops
+    block = replace(custom.block, ops=tuple(edit(op) for op in custom.block.ops))
+    return replace(graph, ops=tuple(replace(op, block=block) if op is custom else op
+                                    for op in graph.ops))
+
+
+def with_map(op, name, rows):
+    return replace(op, attrs=tuple((k, Map(tuple(tuple(const(e) for e in r) for r in rows))
+                                    if k == name else v) for k, v in op.attrs))
+
+
+ILL_FORMED = {
+    # W's tile: grid dim 0 splits both of W's dims, a row with two 1s
+    "two-ones": (lambda op: with_map(op, "imap", [(1, 1)]) if op.outputs == ("W_tile",) else op,
+                 "parallel dim 0 splits 2 data dims"),
+    # stored along the rows: the output would be [8·gx, 128/gx], not the kernel's [8, 128]
+    "output-shape": (lambda op: with_map(op, "omap", [(1, 0)]) if op.kind == "output" else op,
+                     "under omap"),
+    # a div with one operand
+    "arity": (lambda op: replace(op, inputs=op.inputs[:1]) if op.kind == "div" else op,
+              "div takes 2 input(s), has 1"),
+}
+SIZES = [dict(gx=gx, F=f) for gx, f in itertools.product((1, 2, 4), repeat=2)]
+
+
+@pytest.mark.parametrize("case", sorted(ILL_FORMED))
+def test_an_ill_formed_symbolic_candidate_is_invalid(case):
+    edit, why = ILL_FORMED[case]
+    good, bad = symbolic_rmsnorm(), edit_block(symbolic_rmsnorm(), edit)
+    assert bad.free_vars() == {"gx", "F"}
+    # The oracle: spec with the sizes known. The symbolic kernel is well-formed at every size;
+    # the edit is not, at every size that splits (gx, F ≥ 2).
+    assert not any(problems(good, env) for env in SIZES)
+    assert all(problems(bad, env) for env in SIZES if min(env.values()) >= 2)
+    assert verify(rmsnorm_target(), good).verdict == "equivalent"
+    verdict = verify(rmsnorm_target(), bad)
+    assert verdict.verdict == "invalid" and verdict.method == "spec", verdict.reason
+    assert why in verdict.reason
+
+
+def test_a_family_with_symbolic_maps_is_invalid_not_an_error():
+    # X's loop map is a bit: a family, not a program; translation refuses it, and verify says so
+    def edit(op):
+        if op.outputs != ("X_tile",):
+            return op
+        fmap = Map(((const(0), bit("mX_d1_p0")),))
+        return replace(op, attrs=tuple((k, fmap if k == "fmap" else v) for k, v in op.attrs))
+    family = infer_shapes(edit_block(symbolic_rmsnorm(), edit))
+    assert not problems(family) and "mX_d1_p0" in family.free_vars()
+    verdict = verify(rmsnorm_target(), family)
+    assert verdict.verdict == "invalid" and verdict.method == "translate"
+    assert "symbolic" in verdict.reason and "X_tile fmap" in verdict.reason
+
+
+def test_a_row_with_two_ones_is_invalid_beside_map_bits():
+    # W's imap: grid dim 0 splits both of W's dims (two constant 1s), grid dim 1 a bit: two
+    # data dims split by one parallel dim, whatever the bit is
+    g = Graph("rmsnorm.two-grid")
+    X, W = g.input("X", (8, 256)), g.input("W", (256, 128))
+    tb = Block(grid=("gx", "gy"), forloop_range="F")
+    x, w = tb.input(X, imap=(-1, -1), fmap=1), tb.input(W, imap=(1, -1), fmap=0)
+    tb.output(tb.div(tb.accum(tb.matmul(x, w)), tb.accum(x, "red_ld_rms")), omap=(1, -1))
+    (out,) = g.customized(tb)
+    g.output(out)
+    rows = Map(((const(1), const(1)), (bit("mW_d0_p1"), const(0))))
+
+    def edit(op):
+        if op.outputs != ("W_tile",):
+            return op
+        return replace(op, attrs=tuple((k, rows if k == "imap" else v) for k, v in op.attrs))
+    bad = infer_shapes(edit_block(g.build(), edit))
+    # the oracle: spec under each value of the bit
+    assert all(problems(bad, {"gx": 2, "gy": 2, "F": 2, "mW_d0_p1": b}) for b in (0, 1))
+    verdict = verify(rmsnorm_target(), bad)
+    assert verdict.verdict == "invalid" and verdict.method == "spec", verdict.reason
+    assert "parallel dim 0 splits 2 data dims" in verdict.reason

@@ -2,15 +2,21 @@
 (numpy semantics of tensor terms) equals the interpreted graph output, for every workload, every
 hand-fused kernel and graphs of every Mirage corpus file."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from prism.errors import SpecError
 from prism.expr.tensor_terms import TensorAnalysis, TensorInfo, evaluate
 from prism.expr.terms import parse
 from prism.frontend.builder import Block, Graph
 from prism.frontend.mirage import import_mirage
+from prism.ir.dims import const
 from prism.ir.dims import evaluate as eval_dim
+from prism.ir.graph import Map
 from prism.ir.interpret import interpret
+from prism.ir.spec import problems
 from prism.verify.translate import tensor_leaf, translate
 from prism.workloads import WORKLOADS
 from prism.workloads.known_best import KNOWN_BEST, known_best
@@ -82,3 +88,21 @@ def test_reserved_names_are_kept_apart_from_atoms():
     assert tensor_leaf("X") == "X" and tensor_leaf("gx") == "gx_" and tensor_leaf("F1") == "F1_"
     assert tensor_leaf("0") == "0_" and tensor_leaf("k2") == "k2_" and tensor_leaf("n16") == "n16_"
     assert tensor_leaf("n16_1") == "n16_1_" and tensor_leaf("nx") == "nx"
+
+
+def test_a_map_row_with_two_ones_is_refused():
+    # W's tile split by grid dim 0 along both of W's dims: no program (DESIGN.md §1: a parallel
+    # dim splits at most one data dim of a tensor), never read as its first 1
+    g = known_best("rmsnorm_matmul", {"X": (8, 256), "W": (256, 128)})
+    (custom,) = g.custom_ops
+    two_ones = Map(((const(1), const(1)),))
+
+    def edit(op):
+        if op.outputs != ("W_tile",):
+            return op
+        return replace(op, attrs=tuple((k, two_ones if k == "imap" else v) for k, v in op.attrs))
+    block = replace(custom.block, ops=tuple(edit(op) for op in custom.block.ops))
+    bad = replace(g, ops=tuple(replace(op, block=block) if op is custom else op for op in g.ops))
+    assert any("splits 2 data dims" in p for p in problems(bad))   # the oracle: spec
+    with pytest.raises(SpecError, match=r"W_tile imap: parallel dim 0 splits data dims 0, 1"):
+        translate(bad)
