@@ -118,7 +118,7 @@ best.graph
 # %%
 from prism.verify.equiv import show_proof
 
-if best.verdict is None:
+if best.is_input_program:
     print("the input program itself won: it needs no proof")
 else:
     print(f"proof: {best.verdict.method}, {best.verdict.proof_steps} steps, "

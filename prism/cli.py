@@ -1,7 +1,9 @@
 """The `prism` command (also `python -m prism`).
 
 Every command takes `--json` and then prints exactly one JSON document on stdout. Errors the
-user can fix are one line on stderr (or `{"error": ...}` with `--json`) and exit status 2.
+user can fix are one line on stderr (or `{"error": ...}` with `--json`) and exit status 2; a
+trace file that cannot be written is one of them. `optimize` exits 1 when it has no kernel or when
+the winner's check failed or did not run (its line says `check: not run (why)`).
 """
 
 from __future__ import annotations
@@ -225,9 +227,10 @@ def _cmd_search(args: argparse.Namespace) -> Any:
     target = _search_target(args)
     config = _search_config(args)
     tracer = Tracer(keep=False)
-    writer = JsonlWriter(args.trace) if args.trace else None
+    writer = JsonlWriter(args.trace, fix="free space there or choose another --trace") \
+        if args.trace else None
     if writer is not None:
-        tracer.subscribe(writer)
+        tracer.subscribe(writer, required=True)   # a trace that cannot be written stops the run
     try:
         if args.audit_rule:
             report = audit(target.graph, args.audit_rule, config, tracer=tracer,
@@ -310,7 +313,8 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
                   f"{doc['baseline']['modeled_speedup_vs_eager']:.2f}x")
         for name, path in doc["files"].items():
             print(f"  {name}: {path}")
-    code = 0 if result.best is not None and result.best.check.get("passed", True) else 1
+    # 0 only for a kernel whose check ran and passed; a check not run is no pass
+    code = 0 if result.best is not None and result.best.check.passed else 1
     return Exit(doc if args.json else None, code)
 
 

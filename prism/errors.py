@@ -78,3 +78,13 @@ class ProofCheckError(PrismError):
 class VerifyError(PrismError):
     """Two graphs that cannot be compared (different inputs or outputs), or a graph the chosen
     verification method cannot run."""
+
+
+class ListenerError(PrismError):
+    """A listener the run cannot do without (subscribed with `required=True`, such as the trace
+    file) failed: the run's record would be incomplete, so the run stops and says why."""
+
+
+class TraceWriteError(ListenerError):
+    """A trace file that cannot be opened or written (a full disk, a folder that is not
+    writable); the message names the file and the operating system's reason."""

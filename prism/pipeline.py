@@ -11,12 +11,17 @@
 3. **tune**       screen every configuration with the cost model, generate and compile the best in
                   parallel, measure them with the chosen backend (`prism.tune`);
 4. **check**      run the winner in Triton's interpreter (or on the GPU) against the float64
-                  interpreter and the workload's torch reference;
+                  interpreter and the workload's torch reference: a `Check` that says `passed`
+                  or `failed` only when the check ran, else `not run` and why; a finalist is a
+                  winner only when it is proved (the input program by its id, or a candidate
+                  with an `equivalent` verdict);
 5. **write**      `kernel.py`, `kernel.ptx`, `trace.jsonl`, `report.html` and `result.json` into
                   the output folder, when one is given.
 
 Every stage is a `StageStarted`/`StageFinished` pair on the trace; every decision inside is an
-event. The budget is shared: the search gets most of it, tuning what the search leaves.
+event. The budget is shared: the search gets most of it, tuning what the search leaves. The trace
+file is a required listener: when it cannot be written the run stops with `TraceWriteError`
+rather than leave an incomplete record; a failing optional listener (a view) becomes a note.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from prism.cost import eager_us, get_device, roofline_us
 from prism.errors import PrismError
@@ -42,6 +48,65 @@ MAX_CHECK_STEPS = 2048     # blocks × loop iterations the interpreter runs for 
 MAX_CHECKED = 3            # finalists tried in turn when the best fails its check
 INPUT_PROGRAM = "input"    # the candidate id of the user's own program
 
+CheckStatus = Literal["passed", "failed", "not run"]
+CHECK_STATUSES: tuple[CheckStatus, ...] = ("passed", "failed", "not run")
+_CHECK_FIELDS = ("reason", "where", "max_rel_err_vs_interpreter", "max_rel_err_vs_torch",
+                 "instance", "seconds")
+
+
+@dataclass(frozen=True)
+class Check:
+    """What the winner's check showed (DESIGN.md §1, Claims): `passed` or `failed` only for a
+    check that ran, else `not run` with the reason. Nothing is passed by default."""
+
+    status: CheckStatus
+    reason: str = ""                    # failed: what was wrong; not run: why it did not run
+    where: str | None = None            # "triton interpreter" or "gpu"
+    max_rel_err_vs_interpreter: float | None = None
+    max_rel_err_vs_torch: float | None = None
+    instance: str | None = None         # set when a smaller member of the sGraph was checked
+    seconds: float | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @classmethod
+    def not_run(cls, reason: str) -> Check:
+        return cls("not run", reason)
+
+    def to_json(self) -> dict[str, Any]:
+        # `checked` and `passed` stay for readers of older result files; `status` decides
+        out: dict[str, Any] = {"status": self.status, "checked": self.status != "not run",
+                               "passed": self.passed}
+        out.update({k: getattr(self, k) for k in _CHECK_FIELDS
+                    if getattr(self, k) not in (None, "")})
+        return out
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any] | None) -> Check:
+        """A check from `to_json`, from `check_kernel`'s report, or from an older trace
+        (`checked`/`passed` only). A document that does not say the check passed is not read
+        as passed: without a status it is `not run`."""
+        doc = doc or {}
+        status = next((s for s in CHECK_STATUSES if s == doc.get("status")), None)
+        if status is None:
+            status = ("not run" if doc.get("checked") is False else
+                      "passed" if doc.get("passed") is True else
+                      "failed" if doc.get("passed") is False else None)
+        if status is None:
+            return cls.not_run("the record does not say whether a check ran")
+        reason = str(doc.get("reason") or doc.get("error") or "")
+        if status == "failed" and not reason and "max_rel_err_vs_torch" in doc:
+            from prism.tune.backends import TOLERANCE
+            reason = (f"max relative error {doc['max_rel_err_vs_torch']:.1e} against torch is "
+                      f"over the fp16 tolerance {TOLERANCE:g}")
+        return cls(status, reason or ("" if status == "passed" else "no reason recorded"),
+                   **{k: doc.get(k) for k in _CHECK_FIELDS if k != "reason"})
+
+
+NOT_CHECKED = Check.not_run("the pipeline has not checked it")
+
 
 @dataclass
 class BestKernel:
@@ -53,27 +118,43 @@ class BestKernel:
     latency_kind: str
     modeled_us: float
     roofline_us: float
-    verdict: Verdict | None             # None for the input program (equivalent by identity)
+    verdict: Verdict | None             # None: the input program, or no verdict is recorded
     triton_source: str
     ptx: dict[str, str]
     symbolic: KernelGraph | None = None  # the verified sGraph this kernel instantiates
-    check: dict[str, Any] = field(default_factory=dict)
+    check: Check = NOT_CHECKED
 
     @property
     def num_kernels(self) -> int:
         return self.graph.num_kernels
 
+    @property
+    def is_input_program(self) -> bool:
+        """Whether this is the user's own program, by its candidate id (never inferred from a
+        missing verdict)."""
+        return self.candidate == INPUT_PROGRAM
+
+    @property
+    def proved(self) -> bool:
+        """Equivalent to the input program: it is that program, or its verdict says so."""
+        return self.is_input_program or (self.verdict is not None
+                                         and self.verdict.verdict == "equivalent")
+
     def to_json(self) -> dict[str, Any]:
-        verdict = "equivalent" if self.verdict is None else self.verdict.verdict
+        if self.is_input_program:
+            verdict, proof = "equivalent", "identity (the input program)"
+        elif self.verdict is None:
+            verdict, proof = "unknown", f"none: no verdict is recorded for {self.candidate}"
+        else:
+            verdict = self.verdict.verdict
+            proof = (f"{self.verdict.method}, {self.verdict.proof_steps} steps, "
+                     f"{self.verdict.sizes or 'concrete'} sizes")
         return {"candidate": self.candidate, "config": self.config,
                 "latency_us": round(self.latency_us, 4), "latency_kind": self.latency_kind,
                 "modeled_us": round(self.modeled_us, 4), "roofline_us": round(self.roofline_us, 4),
                 "num_kernels": self.num_kernels,
                 "num_custom_kernels": len(self.graph.custom_ops), "verdict": verdict,
-                "proof": ("identity (the input program)" if self.verdict is None else
-                          f"{self.verdict.method}, {self.verdict.proof_steps} steps, "
-                          f"{self.verdict.sizes or 'concrete'} sizes"),
-                "params": self.params, "check": self.check}
+                "proof": proof, "params": self.params, "check": self.check.to_json()}
 
 
 @dataclass
@@ -123,14 +204,21 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
     if not budget_s > 0:
         raise PrismError(f"the budget is {budget_s} s; give a positive time, e.g. --budget 120")
     tracer = tracer or Tracer()
+    seen_errors = len(tracer.listener_errors)
     events: list[Event] = []             # the run's own events, whatever the tracer keeps
     listening = [tracer.subscribe(events.append)]
     writer = None
     folder = Path(out) if out is not None else None
     if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        writer = JsonlWriter(folder / "trace.jsonl")
-        listening.append(tracer.subscribe(writer))
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise PrismError(f"the output folder {folder} could not be made: {e.strerror or e}; "
+                             "choose another output folder (--out)") from e
+        writer = JsonlWriter(folder / "trace.jsonl",
+                             fix="free space there or choose another output folder (--out)")
+        # required: a run whose trace file cannot be written stops (TraceWriteError)
+        listening.append(tracer.subscribe(writer, required=True))
     result = OptimizeResult(name, spec.name, measure, graph, None, None, None,
                             eager_us(graph, spec), roofline_us(graph, spec), [])
     try:
@@ -148,17 +236,19 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
                                  compile_ptx=compile_ptx, db=db, budget_s=left, cancel=cancel)
             summary.update(result.tuning.summary())
         with tracer.stage("check") as summary:
-            # the best finalist that passes; one that fails is scored inf, as in tuning
+            # the best finalist that is proved and does not fail its check (a check that could
+            # not run says so); one set aside is scored inf, as in tuning
             for trial in result.tuning.ranked()[:MAX_CHECKED]:
                 best = _best_kernel(result, trial, spec)
+                if not best.proved:
+                    _set_aside(result, trial, "has no equivalence proof on record (no verdict "
+                               f"for {best.candidate})")
+                    continue
                 best.check = check_best(best, workload, measure)
-                if best.check.get("passed", True):
+                if best.check.status != "failed":
                     result.best = best
                     break
-                trial.error = f"check failed: {best.check.get('error', best.check)}"
-                trial.latency_us = math.inf
-                result.notes.append(f"{trial.config.id} failed its check; the next finalist "
-                                    "was taken")
+                _set_aside(result, trial, f"failed its check: {best.check.reason}")
             summary.update(best_summary(result))
         result.trace = events           # the write stage's page reads it; later events append
         if folder is not None:
@@ -171,6 +261,9 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
             stop()
         if writer is not None:
             writer.close()
+    for err in tracer.listener_errors[seen_errors:]:    # an optional view that fell over
+        where = "; ".join(getattr(err, "__notes__", []))
+        result.notes.append(f"a listener failed: {type(err).__name__}: {err} ({where})")
     result.seconds = time.perf_counter() - started
     if folder is not None:
         from prism.report import write_result_json
@@ -253,11 +346,20 @@ def best_summary(result: OptimizeResult) -> dict[str, Any]:
     return {"best": b.config, "candidate": b.candidate, "params": b.params,
             "latency_us": b.latency_us, "latency_kind": b.latency_kind,
             "modeled_us": b.modeled_us, "num_kernels": b.num_kernels, **bounds,
-            "check": b.check, "graph": graph_to_json(b.graph),
+            "proof": b.to_json()["proof"], "check": b.check.to_json(),
+            "graph": graph_to_json(b.graph),
             "target": graph_to_json(result.graph)}
 
 
+def _set_aside(result: OptimizeResult, trial: Trial, why: str) -> None:
+    trial.error = f"not taken: {why}"
+    trial.latency_us = math.inf
+    result.notes.append(f"{trial.config.id} {why}; the next finalist was tried")
+
+
 def _best_kernel(result: OptimizeResult, trial: Trial, spec: Any) -> BestKernel:
+    """The finalist as a winner; its verdict is the search's for its candidate, or None (the
+    input program, or a candidate the search has no verdict for: `proved` tells them apart)."""
     assert trial.program is not None
     verdicts = {c.id: c.verdict for c in result.search.candidates} if result.search else {}
     concrete = trial.config.concrete()
@@ -267,11 +369,21 @@ def _best_kernel(result: OptimizeResult, trial: Trial, spec: Any) -> BestKernel:
                       trial.program.source, trial.ptx, trial.config.graph)
 
 
-def check_best(best: BestKernel, workload: Workload | None, measure: str) -> dict[str, Any]:
+def check_best(best: BestKernel, workload: Workload | None, measure: str) -> Check:
     """The winner against the float64 interpreter of its graph and, for a workload, its torch
     reference (`prism.tune.backends.check_kernel`). The interpreter costs ~1.7 ms a block step,
     so a winner with more than MAX_CHECK_STEPS is checked at the smallest instantiation of the
-    same sGraph instead (the fewest block steps of its feasible assignments), and says so."""
+    same sGraph instead (the fewest block steps of its feasible assignments), and says so. A
+    check that cannot run here (too many steps, no interpreter or GPU, the check itself raising)
+    is `not run` with the reason."""
+    try:
+        return _check_best(best, workload, measure)
+    except Exception as e:  # Triton, torch or the interpreter could not run it: no claim
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        return Check.not_run(f"the check raised {type(e).__name__}: {first}")
+
+
+def _check_best(best: BestKernel, workload: Workload | None, measure: str) -> Check:
     from prism.instantiate.codegen import generate
     from prism.instantiate.params import assignments
     from prism.ir.spec import substitute_graph
@@ -282,8 +394,9 @@ def check_best(best: BestKernel, workload: Workload | None, measure: str) -> dic
                    assignments(best.symbolic, limit=10_000)] if best.symbolic else []
         smaller = [g for g in smaller if _steps(g) <= MAX_CHECK_STEPS]
         if not smaller:
-            return {"checked": False, "reason": f"{_steps(graph)} block steps are too many to "
-                    f"interpret (limit {MAX_CHECK_STEPS}) and the sGraph has no smaller member"}
+            return Check.not_run(f"{_steps(graph)} block steps are too many to interpret "
+                                 f"(limit {MAX_CHECK_STEPS}) and the sGraph has no smaller "
+                                 "member")
         graph = min(smaller, key=_steps)
         source = generate(graph).source
         params = {"block_steps": _steps(graph)}
@@ -294,7 +407,7 @@ def check_best(best: BestKernel, workload: Workload | None, measure: str) -> dic
         out["instance"] = ("the smallest member of the same sGraph "
                            f"({params['block_steps']} block steps; the winner has "
                            f"{_steps(best.graph)})")
-    return out
+    return Check.from_json(out)
 
 
 def _steps(graph: KernelGraph) -> int:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prism.instantiate.triton_backend import strip_locations
 from prism.ir.graph import KernelGraph
+from prism.pipeline import INPUT_PROGRAM, Check
 from prism.trace import (
     CandidateVerified,
     Event,
@@ -73,17 +74,20 @@ def result_rows(summary: dict[str, Any]) -> list[tuple[str, float, str]]:
     return rows
 
 
-def check_text(check: dict[str, Any]) -> str:
-    """The winner's check in words."""
-    if not check.get("checked"):
-        return f"not run: {check.get('reason', '')}"
-    if not check.get("passed"):
-        return f"FAILED: {check.get('error', check)}"
-    where = check.get("instance", "the winning kernel itself")
-    err = check.get("max_rel_err_vs_torch", check.get("max_rel_err_vs_interpreter"))
-    against = "torch" if "max_rel_err_vs_torch" in check else "the float64 interpreter"
-    return (f"passed in the {check.get('where')} on {where}: max relative error {err:.1e} "
-            f"against {against} (fp16 tolerance 2e-2), outputs poisoned with NaN first")
+def check_text(check: Check | Mapping[str, Any] | None) -> str:
+    """The winner's check in words: `passed` only for a check that ran and passed."""
+    c = check if isinstance(check, Check) else Check.from_json(check)
+    if c.status == "not run":
+        return f"not run ({c.reason})"
+    if c.status == "failed":
+        return f"FAILED: {c.reason}"
+    where = c.instance or "the winning kernel itself"
+    err = c.max_rel_err_vs_interpreter if c.max_rel_err_vs_torch is None else \
+        c.max_rel_err_vs_torch
+    against = "the float64 interpreter" if c.max_rel_err_vs_torch is None else "torch"
+    measured = f": max relative error {err:.1e} against {against}" if err is not None else ""
+    return (f"passed in the {c.where} on {where}{measured} (fp16 tolerance 2e-2), outputs "
+            "poisoned with NaN first")
 
 
 def page(events: Sequence[Event], title: str | None = None) -> str:
@@ -141,11 +145,14 @@ def _picture(check: dict[str, Any] | None) -> str:
 def _proof(check: dict[str, Any] | None, events: Sequence[Event]) -> str:
     if check is None:
         return ""
+    if check.get("candidate") == INPUT_PROGRAM:
+        return ("<h2>Equivalence</h2><p>The best kernel is the input program itself "
+                "(equivalent by identity).</p>")
     proved = next((e for e in events if isinstance(e, CandidateVerified)
                    and e.id == check.get("candidate")), None)
     if proved is None:
-        return ("<h2>Equivalence</h2><p>The best kernel is the input program itself "
-                "(equivalent by identity).</p>")
+        return (f"<h2>Equivalence</h2><p><b>Unknown</b>: no proof of {_e(check.get('candidate'))}"
+                " is on this trace, so this page cannot show that it is equivalent.</p>")
     doc = proved.proof if isinstance(proved.proof, dict) else {"proof": proved.proof}
     items = []
     for k, steps in enumerate(doc.get("proof") or []):

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
 from prism.cli import main
@@ -83,3 +84,42 @@ def test_what_cannot_be_done_here_is_a_clear_error(capsys, tmp_path):
         assert code == 2 and "CUDA GPU" in doc["error"]["message"]
     code, doc = run_json(capsys, "optimize", "nope.py:f", "--out", str(tmp_path))
     assert code == 2 and "no such file" in doc["error"]["message"]
+
+
+def test_a_check_that_cannot_run_says_not_run_and_is_no_success(capsys, tmp_path, monkeypatch):
+    import prism.instantiate.triton_backend as tb
+
+    def missing(*args, **kwargs):       # as where Triton is not installed
+        raise ImportError("No module named 'triton'")
+    monkeypatch.setattr(tb, "load", missing)
+    (tmp_path / "mine.py").write_text(USER)
+    argv = ["optimize", f"{tmp_path / 'mine.py'}:relu_proj", *CAPS, "--out",
+            str(tmp_path / "out"), "--db", str(tmp_path / "db.jsonl"), "--budget", "120"]
+    code, doc = run_json(capsys, *argv)
+    check = doc["best"]["check"]
+    assert code == 1 and check["status"] == "not run" and check["passed"] is False, check
+    assert "ImportError" in check["reason"]
+    code = main(argv)
+    text = capsys.readouterr().out
+    line = next(x for x in text.splitlines() if x.strip().startswith("check:"))
+    assert code == 1 and line.strip().startswith("check: not run (the check raised ImportError")
+    assert "passed" not in line, line
+
+
+def test_a_trace_file_that_cannot_be_written_is_an_error(capsys, tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux), whose writes fail with ENOSPC")
+    (tmp_path / "mine.py").write_text(USER)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "trace.jsonl").symlink_to("/dev/full")   # a disk that is full
+    argv = ["optimize", f"{tmp_path / 'mine.py'}:relu_proj", *CAPS, "--out", str(out),
+            "--db", str(tmp_path / "db.jsonl"), "--budget", "120"]
+    code, doc = run_json(capsys, *argv)
+    assert code == 2 and doc["error"]["type"] == "TraceWriteError", doc
+    message = doc["error"]["message"]
+    assert f"the trace file {out / 'trace.jsonl'} could not be written" in message
+    assert "No space left on device" in message and "--out" in message
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: the trace file") and "Traceback" not in err

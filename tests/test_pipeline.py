@@ -1,6 +1,8 @@
 """`superoptimize` end to end, on every workload at small shapes and reduced caps: a fused
 kernel, proved, tuned, compiled for sm_90, and matching torch in Triton's interpreter; its stages
-on the trace; what it writes; what it does with bad input and a cancelled run."""
+on the trace; what it writes; what it does with bad input and a cancelled run; and that it
+claims no more than it showed (a check that could not run, a candidate without a verdict, a trace
+file that cannot be written)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import torch
 
 from prism.errors import PrismError, UnknownDeviceError
 from prism.instantiate.triton_backend import load
-from prism.pipeline import INPUT_PROGRAM, superoptimize
+from prism.pipeline import INPUT_PROGRAM, Check, superoptimize
 from prism.trace import Measured, StageFinished, StageStarted, read_jsonl
 
 NINE = ["rmsnorm_matmul", "rmsnorm_mlp", "swiglu", "attention", "qknorm_attention", "gated_mlp",
@@ -34,8 +36,8 @@ def test_every_workload_gets_a_fused_kernel_that_matches_torch(cases, name, tmp_
     assert best.verdict is not None and best.verdict.verdict == "equivalent"
     assert best.latency_kind == "modeled" and best.latency_us < result.eager_us
     assert best.latency_us >= result.roofline_us * 0.999    # the bound holds
-    assert best.check["passed"], best.check
-    assert best.check["max_rel_err_vs_torch"] <= 2e-2
+    assert best.check.passed, best.check
+    assert best.check.max_rel_err_vs_torch is not None and best.check.max_rel_err_vs_torch <= 2e-2
     assert best.ptx and all(".target sm_90" in p for p in best.ptx.values())
     # the written module, imported as a user would, against the torch reference
     w = cases.small(name)
@@ -91,7 +93,7 @@ def test_an_exhausted_budget_falls_back_to_the_input_program(cases):
     result = superoptimize(cases.small("swiglu"), search_config=config, max_trials=1,
                            compile_ptx=False)
     assert result.best is not None and result.best.candidate == INPUT_PROGRAM
-    assert result.best.verdict is None and result.best.check["passed"]
+    assert result.best.verdict is None and result.best.check.passed
 
 
 def test_bad_input_is_a_clear_error(cases):
@@ -111,7 +113,7 @@ def test_a_winner_too_large_to_interpret_is_checked_at_a_smaller_member(cases, m
     result = run_small(cases, "rmsnorm_matmul", max_trials=1, compile_ptx=False)
     check = result.best.check
     assert pipeline._steps(result.best.graph) > 2
-    assert check["passed"] and "smallest member" in check["instance"], check
+    assert check.passed and "smallest member" in (check.instance or ""), check
 
 
 def test_a_symbolic_checkpoint_is_optimized_at_other_shapes_without_searching(cases, tmp_path):
@@ -123,7 +125,7 @@ def test_a_symbolic_checkpoint_is_optimized_at_other_shapes_without_searching(ca
                           compile_ptx=False, checkpoint=ck)
     assert again.search.stop_reason == "checkpoint" and again.search.generated == 0
     best = again.best
-    assert best is not None and best.candidate != INPUT_PROGRAM and best.check["passed"]
+    assert best is not None and best.candidate != INPUT_PROGRAM and best.check.passed
     assert tuple(d.value for d in best.graph.shape(best.graph.inputs[0])) == (16, 128)
 
 
@@ -135,11 +137,135 @@ def test_a_winner_that_fails_its_check_gives_way_to_the_next(cases, monkeypatch)
     def first_fails(best, workload, measure):
         if not failed:
             failed.append(best.config)
-            return {"checked": True, "passed": False, "error": "wrong on purpose"}
+            return Check("failed", "wrong on purpose")
         return real(best, workload, measure)
     monkeypatch.setattr(pipeline, "check_best", first_fails)
     result = run_small(cases, "rmsnorm_matmul", max_trials=3, compile_ptx=False)
     assert result.best is not None and result.best.config != failed[0]
-    assert result.best.check["passed"]
+    assert result.best.check.passed
     loser = next(t for t in result.tuning.finalists if t.config.id == failed[0])
     assert loser.latency_us == float("inf") and "wrong on purpose" in loser.error
+
+
+# --- what the pipeline says it checked (issue 13, item 5) -------------------------------------
+
+
+def no_triton(monkeypatch):
+    """Make the check impossible here: loading a generated module raises, as it does where
+    Triton is not installed (measure="model" with compile_ptx=False loads nothing else)."""
+    import prism.instantiate.triton_backend as tb
+
+    def missing(*args, **kwargs):
+        raise ImportError("No module named 'triton'")
+    monkeypatch.setattr(tb, "load", missing)
+
+
+def test_a_winner_whose_check_cannot_run_is_not_run_never_passed(cases, monkeypatch, tmp_path):
+    from prism.report import check_text
+    no_triton(monkeypatch)
+    result = run_small(cases, "rmsnorm_matmul", max_trials=1, compile_ptx=False, out=tmp_path)
+    check = result.best.check
+    assert check.status == "not run" and not check.passed
+    assert "ImportError" in check.reason and "triton" in check.reason
+    assert check_text(check).startswith("not run (") and "passed" not in check_text(check)
+    written = json.loads((tmp_path / "result.json").read_text())["best"]["check"]
+    assert written["status"] == "not run" and written["passed"] is False
+    assert "ImportError" in written["reason"]
+    html = (tmp_path / "report.html").read_text()
+    line = html.split("<p>Check: ", 1)[1].split("</p>", 1)[0]
+    assert line.startswith("not run (") and "passed" not in line
+    # the trace says the same: the check stage's summary, as the widgets read it
+    stage = next(e for e in read_jsonl(tmp_path / "trace.jsonl")
+                 if isinstance(e, StageFinished) and e.stage == "check")
+    assert Check.from_json(stage.summary["check"]) == check
+
+
+def test_a_check_record_that_does_not_say_it_passed_is_not_read_as_passed():
+    """Readers of older traces and of `check_kernel`'s report: nothing is passed by default."""
+    assert Check.from_json({"checked": False, "reason": "too large"}) == Check.not_run("too large")
+    assert Check.from_json({}).status == "not run"
+    assert Check.from_json(None).status == "not run"
+    assert Check.from_json({"checked": True, "passed": True}).passed
+    failed = Check.from_json({"checked": True, "passed": False, "max_rel_err_vs_torch": 0.5})
+    assert failed.status == "failed" and "5.0e-01" in failed.reason
+    for check in (Check.not_run("no GPU"), failed, Check("passed", where="gpu",
+                                                           max_rel_err_vs_torch=1e-3)):
+        assert Check.from_json(check.to_json()) == check
+
+
+def test_a_candidate_is_the_input_program_by_its_id_not_by_a_missing_verdict(cases,
+                                                                            monkeypatch):
+    import prism.pipeline as pipeline
+    real = pipeline.instantiate
+
+    def verdicts_lost(graph, found, *rest):
+        configs = real(graph, found, *rest)
+        found.candidates.clear()       # every fused finalist's verdict lookup now misses
+        return configs
+    monkeypatch.setattr(pipeline, "instantiate", verdicts_lost)
+    monkeypatch.setattr(pipeline, "MAX_CHECKED", 1000)
+    result = run_small(cases, "rmsnorm_matmul", max_trials=1000, compile_ptx=False)
+    set_aside = [t for t in result.tuning.finalists if t.config.candidate != INPUT_PROGRAM]
+    assert set_aside and all("no equivalence proof" in (t.error or "") for t in set_aside)
+    assert any("no equivalence proof" in n for n in result.notes)
+    best = result.best       # the input program, which is proved by identity
+    assert best is not None and best.candidate == INPUT_PROGRAM and best.is_input_program
+    assert best.to_json()["proof"] == "identity (the input program)"
+    # a fused kernel whose verdict is missing is never called the input program
+    fused = pipeline.replace(best, candidate="c7", config="c7[gx=8]")
+    assert not fused.proved and fused.to_json()["verdict"] == "unknown"
+    assert "identity" not in fused.to_json()["proof"]
+
+
+class FillsUp:
+    """A file that takes `room` writes, then fails as a full disk does."""
+
+    def __init__(self, file, room):
+        self.file, self.room = file, room
+
+    def write(self, text):
+        if self.room == 0:
+            raise OSError(28, "No space left on device")
+        self.room -= 1
+        return self.file.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+
+def test_a_trace_file_that_cannot_be_written_stops_the_run_with_a_clear_error(
+        cases, monkeypatch, tmp_path):
+    import prism.pipeline as pipeline
+    from prism.errors import TraceWriteError
+    from prism.trace import JsonlWriter, Tracer
+
+    class SmallDisk(JsonlWriter):
+        def __init__(self, path, **kw):
+            super().__init__(path, **kw)
+            self._file = FillsUp(self._file, 5)
+    monkeypatch.setattr(pipeline, "JsonlWriter", SmallDisk)
+    tracer, view = Tracer(), []
+    tracer.subscribe(view.append)          # a widget: it hears everything up to the error
+    with pytest.raises(TraceWriteError) as err:
+        run_small(cases, "rmsnorm_matmul", max_trials=1, compile_ptx=False, out=tmp_path,
+                  tracer=tracer)
+    message = str(err.value)
+    assert f"the trace file {tmp_path / 'trace.jsonl'} could not be written" in message
+    assert "No space left on device" in message and "--out" in message
+    assert len(read_jsonl(tmp_path / "trace.jsonl")) == 5
+    assert len(view) > 6 and view[5].seq == 5             # the event that failed reached it
+    last = view[-1]
+    assert isinstance(last, StageFinished) and "could not be written" in (last.error or "")
+    assert not (tmp_path / "result.json").exists()        # no result claims a complete run
+
+
+def test_a_view_that_fails_is_reported_in_the_notes_not_only_kept_in_a_list(cases):
+    from prism.trace import Tracer
+
+    def broken(event):
+        raise RuntimeError("the view fell over")
+    tracer = Tracer()
+    tracer.subscribe(broken)
+    result = run_small(cases, "swiglu", max_trials=1, compile_ptx=False, tracer=tracer)
+    assert result.best is not None          # a view is optional: the run goes on
+    assert any("the view fell over" in n and "broken" in n for n in result.notes)

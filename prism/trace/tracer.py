@@ -1,9 +1,13 @@
 """The tracer stamps events and hands them to listeners; JSONL files store and replay them.
 
 The engine emits; widgets, the CLI, trace files and tests listen. A listener that raises is
-recorded in `Tracer.listener_errors` and never stops the other listeners or the engine. The search
-runs in a background thread while widgets listen, so `emit` holds a lock: seq numbers are unique
-and contiguous, and every listener sees the events in seq order.
+recorded in `Tracer.listener_errors` and never stops the other listeners. A listener subscribed
+with `required=True` (the run's trace file) is one the run cannot do without: when it raises, the
+other listeners still get that event, the failed listener is unsubscribed, and `emit` raises a
+`ListenerError` naming it and its exception, which stops the engine (a trace file that cannot be
+written is an error, not an incomplete record). The search runs in a background thread while
+widgets listen, so `emit` holds a lock: seq numbers are unique and contiguous, and every listener
+sees the events in seq order.
 
 A trace file is JSON Lines: one `event_to_json` object per line, flushed as it is written, so a
 live file can be tailed. Never pickle.
@@ -21,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Protocol, TypeVar
 
-from prism.errors import TraceFormatError
+from prism.errors import ListenerError, PrismError, TraceFormatError, TraceWriteError
 from prism.trace.events import Event, StageFinished, StageStarted, event_from_json, event_to_json
 
 E = TypeVar("E", bound=Event)
@@ -46,21 +50,32 @@ class Tracer:
         self._start = clock()
         self._next_seq = 0
         self._listeners: tuple[Listener, ...] = ()  # replaced, never mutated: safe to iterate
+        self._required: tuple[Listener, ...] = ()   # those whose failure stops the run
         # Reentrant so a listener that emits does not deadlock (its event is delivered first).
         self._lock = threading.RLock()
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call `listener` with every later event; returns a function that unsubscribes it."""
+    def subscribe(self, listener: Listener, *, required: bool = False) -> Callable[[], None]:
+        """Call `listener` with every later event; returns a function that unsubscribes it.
+
+        `required=True`: the run cannot do without it (a trace file), so its first failure makes
+        `emit` raise instead of being only recorded in `listener_errors`."""
         with self._lock:
             self._listeners = (*self._listeners, listener)
+            if required:
+                self._required = (*self._required, listener)
 
         def unsubscribe() -> None:
             with self._lock:
-                if listener in self._listeners:
-                    i = self._listeners.index(listener)
-                    self._listeners = self._listeners[:i] + self._listeners[i + 1 :]
+                self._drop(listener)
 
         return unsubscribe
+
+    def _drop(self, listener: Listener) -> None:
+        for name in ("_listeners", "_required"):
+            held: tuple[Listener, ...] = getattr(self, name)
+            if listener in held:
+                i = held.index(listener)
+                setattr(self, name, held[:i] + held[i + 1 :])
 
     def emit(self, event: E, *, stamp: bool = True) -> E:
         """Stamp `event` with the next seq and the time, record it, call listeners; return it.
@@ -75,12 +90,23 @@ class Tracer:
             self._next_seq = max(self._next_seq, event.seq + 1)
             if self.keep:
                 self.events.append(event)
+            failed: list[tuple[Listener, Exception]] = []
             for listener in self._listeners:
                 try:
                     listener(event)
-                except Exception as err:  # a broken view must not stop the search
+                except Exception as err:  # a broken view must not stop the others
                     err.add_note(f"raised by listener {listener!r} on {event.type} #{event.seq}")
                     self.listener_errors.append(err)
+                    if listener in self._required:
+                        failed.append((listener, err))
+            if failed:  # every listener has seen this event; the run stops here
+                for listener, _ in failed:
+                    self._drop(listener)
+                culprit, first = failed[0]
+                if isinstance(first, PrismError):  # its message already names what and the fix
+                    raise first
+                raise ListenerError(f"the listener {culprit!r} failed on {event.type} "
+                                    f"#{event.seq}: {type(first).__name__}: {first}") from first
         return event
 
     @contextmanager
@@ -103,11 +129,19 @@ class Tracer:
 
 
 class JsonlWriter:
-    """A listener that appends each event to a JSONL file as one line, flushed at once."""
+    """A listener that appends each event to a JSONL file as one line, flushed at once.
 
-    def __init__(self, path: str | Path):
+    A file that cannot be opened or written (a full disk, no permission) raises
+    `TraceWriteError` naming the file, the operating system's reason and `fix`."""
+
+    def __init__(self, path: str | Path, *, fix: str = "free space there or write it elsewhere"):
         self.path = Path(path)
-        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+        self.fix = fix
+        self._failed = False
+        try:
+            self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+        except OSError as err:
+            raise self._error(err) from err
         self._lock = threading.Lock()
 
     def __call__(self, event: Event, /) -> None:
@@ -115,14 +149,29 @@ class JsonlWriter:
         with self._lock:
             if self._file is None:
                 raise ValueError(f"JsonlWriter for {self.path} is closed; open a new one")
-            self._file.write(line)
-            self._file.flush()
+            try:
+                self._file.write(line)
+                self._file.flush()
+            except OSError as err:
+                self._failed = True
+                raise self._error(err) from err
 
     def close(self) -> None:
+        """Close the file; a failure to write what is left raises `TraceWriteError`, unless a
+        write has already failed (and said so)."""
         with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            if self._file is None:
+                return
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except OSError as err:
+                if not self._failed:
+                    raise self._error(err) from err
+
+    def _error(self, err: OSError) -> TraceWriteError:
+        return TraceWriteError(f"the trace file {self.path} could not be written: "
+                               f"{err.strerror or err}; {self.fix}")
 
     def __enter__(self) -> JsonlWriter:
         return self

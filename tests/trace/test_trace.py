@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prism.errors import PrismError, TraceFormatError
+from prism.errors import ListenerError, PrismError, TraceFormatError, TraceWriteError
 from prism.trace import (
     EVENT_TYPES,
     CandidateRejected,
@@ -197,6 +197,54 @@ def test_a_listener_that_raises_does_not_stop_the_others_or_the_engine() -> None
     assert len(tracer.events) == 2
     assert [str(err) for err in tracer.listener_errors] == ["widget fell over"] * 2
     assert "StageStarted #1" in tracer.listener_errors[1].__notes__[0]
+
+
+def test_a_required_listener_that_raises_stops_the_run_after_the_others_hear_it() -> None:
+    tracer = Tracer()
+    before: list[Event] = []
+    after: list[Event] = []
+
+    def broken(event: Event) -> None:
+        if event.seq == 1:
+            raise RuntimeError("disk gone")
+
+    tracer.subscribe(before.append)
+    tracer.subscribe(broken, required=True)
+    tracer.subscribe(after.append)
+    tracer.emit(StageStarted("a"))
+    with pytest.raises(ListenerError) as err:
+        tracer.emit(StageStarted("b"))
+    message = str(err.value)
+    assert "broken" in message and "RuntimeError: disk gone" in message
+    assert "StageStarted #1" in message
+    assert [e.seq for e in before] == [e.seq for e in after] == [0, 1]  # both heard #1
+    assert isinstance(err.value.__cause__, RuntimeError)
+    assert tracer.listener_errors == [err.value.__cause__]
+    tracer.emit(StageStarted("c"))  # the failed listener is gone; the others go on
+    assert [e.seq for e in after] == [0, 1, 2]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_trace_file_on_a_full_disk_is_a_trace_write_error() -> None:
+    tracer = Tracer()
+    writer = JsonlWriter("/dev/full", fix="choose another --out")
+    tracer.subscribe(writer, required=True)
+    with pytest.raises(TraceWriteError) as err:
+        tracer.emit(StageStarted("search"))
+    assert str(err.value) == ("the trace file /dev/full could not be written: No space left "
+                              "on device; choose another --out")
+    writer.close()  # what it could not write has been reported once, not again at close
+    # not required: recorded, as for any listener
+    quiet = Tracer()
+    with JsonlWriter("/dev/full") as second:
+        quiet.subscribe(second)
+        quiet.emit(StageStarted("search"))
+    assert isinstance(quiet.listener_errors[0], TraceWriteError)
+
+
+def test_a_trace_file_that_cannot_be_opened_is_a_trace_write_error(tmp_path: Path) -> None:
+    with pytest.raises(TraceWriteError, match="could not be written: No such file"):
+        JsonlWriter(tmp_path / "no folder" / "trace.jsonl")
 
 
 def test_emit_is_thread_safe_seq_unique_contiguous_and_in_order() -> None:
