@@ -222,13 +222,13 @@ def _check_map(m: Map, rows: int, rank: int, where: str, env: dict[str, int] | N
         return
     for row in m.rows:
         for e in row:
-            if not (e in (Dim({(): 0}), Dim({(): 1})) or _is_bit(e)):
+            if not (e in (const(0), const(1)) or _is_bit(e)):
                 out.append(f"{where}: entry {e} is neither 0, 1 nor a 0/1 map variable")
                 return
     for p, row in enumerate(m.rows):
         if env is None and not all(e.is_const for e in row):
             # A row with bits: whatever they are, its constant 1s split that many data dims.
-            ones = sum(1 for e in row if e == Dim({(): 1}))
+            ones = len([e for e in row if e == const(1)])
             if ones > 1:
                 out.append(f"{where}: parallel dim {p} splits {ones} data dims whatever its map "
                            "bits; a parallel dim splits at most one data dim of a tensor")
