@@ -43,8 +43,8 @@ added as ground lemmas about the sums that occur: box order does not matter (for
 dim (a = g, b = w) or a product of sizes (where in range (p·b + j) div b = p and mod b = j).
 
 `prove_axiom` proves `∀ indices in range: lhs = rhs`, and equal axes and shapes, on every
-generic instance of the axiom (`prism.expr.instances`: ranks 1-3, every dim index, every size-1
-pattern, axes equal or distinct, as the condition allows). It is
+generic instance of the axiom (`prism.expr.instances`: ranks 1-4, every rank the IR allows; every
+dim index, every size-1 pattern, axes equal or distinct, as the condition allows). It is
 - `proved` when z3 proves every instance (an instance without sums is proved as an instance of
   its *abstract goal*, tensor reads replaced by variables: one z3 call per shape of goal);
 - `refuted` on the first counterexample: z3's model when the query has no uninterpreted function
@@ -73,6 +73,7 @@ from prism.expr.instances import (
 from prism.expr.tensor_terms import COMPUTE, MOVEMENT, TensorInfo
 from prism.expr.terms import Term
 from prism.ir.dims import Atom, Dim, DimLike, dim
+from prism.ir.graph import MAX_RANK
 
 STATUSES = ("proved", "refuted", "unknown", "not_stated")
 UNINTERPRETED = {"exp": 1, "silu": 1, "gelu": 1, "sqrt": 1, "pow": 2}
@@ -131,7 +132,7 @@ def prove_axiom(axiom: Axiom, *, timeout_ms: int = 5000) -> SmtResult:
     if unknown:
         return result("unknown", f"{len(unknown)} of {n} instances undecided, first: "
                                  f"{unknown[0]}{assumptions}", n=n - len(unknown))
-    return result("proved", f"all {n} generic instances (ranks 1-3){assumptions}", n=n)
+    return result("proved", f"all {n} generic instances (ranks 1-{MAX_RANK}){assumptions}", n=n)
 
 
 def _assumptions(notes: set[str]) -> str:

@@ -24,6 +24,7 @@ from prism.expr.rules import Pattern, TermFacts, is_var
 from prism.expr.tensor_terms import Info, TensorAnalysis, TensorInfo, evaluate
 from prism.expr.terms import Term
 from prism.ir.dims import evaluate as eval_dim
+from prism.ir.graph import MAX_RANK
 
 AXES = ("ga", "gb")
 DIM_POOL = (1, 6, 12)
@@ -96,9 +97,9 @@ def _roles(p: Pattern) -> dict[str, str]:
 
 
 def _shapes(rng: np.random.Generator, tensor_vars: list[str]) -> dict[str, tuple[int, ...]]:
-    """Shapes of one rank over one size (so matmuls and elementwise ops fit), each dim 1 a
-    quarter of the time (so broadcasting occurs)."""
-    rank, size = int(rng.integers(1, 4)), int(rng.choice(DIM_POOL[1:]))
+    """Shapes of one rank (1 to 4, every rank the IR allows) over one size (so matmuls and
+    elementwise ops fit), each dim 1 a quarter of the time (so broadcasting occurs)."""
+    rank, size = int(rng.integers(1, MAX_RANK + 1)), int(rng.choice(DIM_POOL[1:]))
     return {v: tuple(1 if rng.random() < 0.25 else size for _ in range(rank))
             for v in tensor_vars}
 
@@ -110,13 +111,14 @@ def _bind(v: str, role: str, rng: np.random.Generator) -> Term:
     if role == "axis":
         return Term(str(rng.choice(AXES)), ())
     if role == "dim":
-        return Term(str(rng.integers(0, 3)), ())
+        return Term(str(rng.integers(0, MAX_RANK)), ())
     term = Term(v[1:], ())
     for axis in rng.permutation(AXES)[:rng.integers(0, 3)]:
         if rng.integers(0, 2):
             term = Term("rep", (term, Term(str(axis), ())))
         else:
-            term = Term("part", (term, Term(str(rng.integers(0, 3)), ()), Term(str(axis), ())))
+            term = Term("part", (term, Term(str(rng.integers(0, MAX_RANK)), ()),
+                                 Term(str(axis), ())))
     return term
 
 

@@ -6,7 +6,8 @@ index to a number, and each axis variable to a name; it is kept when both sides 
 and the condition holds, decided by `TensorAnalysis` and `TermFacts` exactly as the e-graph does.
 `generic_instances` enumerates them all, up to renaming:
 
-- ranks 1 to 3 (every tensor variable has the same rank, as the table's axioms need);
+- ranks 1 to 4, every rank the IR allows (`prism.ir.graph.MAX_RANK`; every tensor variable has
+  the same rank, as the table's axioms need);
 - every dim index below the rank, for each dim variable;
 - axis variables equal or distinct (set partitions over `ga`, `gb`, ...);
 - each tensor variable's axes: any subset of the bound axis names. (An axis that no atom of the
@@ -18,6 +19,13 @@ and the condition holds, decided by `TensorAnalysis` and `TermFacts` exactly as 
   condition words compare one position: `same_shape`, `same_dim`, `size_one`). Sizes of
   different classes are never compared, so they get distinct names; that loses no generality,
   since a symbolic size stands for every positive integer, equal to another one or not.
+- positions that play the same part are taken in one order only: a position that no dim index
+  names, that is not one of a matmul's last two, and that is not the last when the condition
+  reads the last dim (`last_size_one`) is *anonymous*, and every head treats anonymous positions
+  alike (elementwise, with broadcasting). An instance whose anonymous positions carry the same
+  size patterns in another order is this one with its indices permuted, so its identity is the
+  same statement: only the non-decreasing orders are kept (at rank 4 a three-tensor elementwise
+  axiom has 330 instances instead of 4096).
 
 The enumeration prunes with two necessary conditions: a choice of axes and dim indices must be
 well-shaped with all sizes 1 (a size of 1 never fails a comparison), and each class's sizes
@@ -37,16 +45,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from prism.errors import PrismError
-from prism.expr.axioms import Axiom
+from prism.expr.axioms import Axiom, Condition
 from prism.expr.rules import Rule, TermFacts, fold_data, is_var
 from prism.expr.tensor_terms import ATOM_ARGS, Info, TensorAnalysis, TensorInfo, evaluate
 from prism.expr.terms import Term
 from prism.ir.dims import Dim, dim, var
 from prism.ir.dims import evaluate as eval_dim
+from prism.ir.graph import MAX_RANK
 
 AXIS_NAMES = ("ga", "gb", "gc", "gd")
 MAX_ELEMENTS = 1 << 16   # per tensor, in a float64 counterexample search
-MAX_RANK = 3
 
 
 class StackedAnalysis(TensorAnalysis):
@@ -117,20 +125,39 @@ def generic_instances(ax: Axiom) -> Iterator[Instance]:
     axes = [v for v in rule.vars if role[v] == "axis"]
     matrices = any(sub.head == "matmul" for p in (rule.lhs, rule.rhs)
                    for _, sub in p.term.subterms())
+    reads_last = not _names_positions_by_index(ax.condition)
     for rank in range(1, MAX_RANK + 1):
         classes = _position_classes(rank, matrices)
         for dim_values in itertools.product(range(rank), repeat=len(dims)):
+            named = set(dim_values) | ({rank - 1} if reads_last else set())
+            anonymous = [c for c, positions in enumerate(classes)
+                         if len(positions) == 1 and positions[0] not in named]
             for names in _partitions(len(axes)):
                 bound = sorted(set(names))
                 atoms = {v: Term(str(d)) for v, d in zip(dims, dim_values, strict=True)}
                 atoms |= {v: Term(n) for v, n in zip(axes, names, strict=True)}
                 for var_axes in itertools.product(_subsets(bound), repeat=len(tensors)):
                     stacks = {v: frozenset(a) for v, a in zip(tensors, var_axes, strict=True)}
-                    yield from _shaped(rule, atoms, stacks, rank, classes)
+                    yield from _shaped(rule, atoms, stacks, rank, classes, anonymous)
+
+
+# Condition words that read positions only through dim-index atoms (or not at all).
+_BY_INDEX = frozenset({"is_tensor", "is_axis", "distinct", "dim_from_end", "batch_dim",
+                       "size_one", "same_shape", "same_dim", "all_of"})
+
+
+def _names_positions_by_index(cond: Condition | None) -> bool:
+    """Whether `cond` reads data positions only through dim-index atoms (so the positions no
+    atom names are anonymous to it)."""
+    if cond is None:
+        return True
+    if not isinstance(cond, Condition) or cond.word not in _BY_INDEX:
+        return False
+    return all(_names_positions_by_index(a) for a in cond.args if isinstance(a, Condition))
 
 
 def _shaped(rule: Rule, atoms: dict[str, Term], stacks: dict[str, frozenset[str]], rank: int,
-            classes: list[list[int]]) -> Iterator[Instance]:
+            classes: list[list[int]], anonymous: Sequence[int] = ()) -> Iterator[Instance]:
     def shaped(shapes: dict[str, tuple[Dim, ...]], condition: bool) -> Instance | None:
         inst = _instance(rule, atoms, stacks, shapes)
         if not all(isinstance(inst.infos[t], TensorInfo) for t in (inst.lhs, inst.rhs)):
@@ -143,15 +170,15 @@ def _shaped(rule: Rule, atoms: dict[str, Term], stacks: dict[str, frozenset[str]
     ones = {v: (dim(1),) * rank for v in stacks}
     if shaped(ones, condition=False) is None:
         return  # ill-formed whatever the sizes: all-ones shapes never fail a size comparison
-    per_class = []
+    per_class: list[list[tuple[tuple[int, ...], _Sizes]]] = []
     for c, positions in enumerate(classes):
         viable = []
-        for sizes in _class_sizes(c, positions, list(stacks)):
+        for code, sizes in _class_sizes(c, positions, list(stacks)):
             if shaped({v: tuple(sizes.get((v, j), dim(1)) for j in range(rank))
                        for v in stacks}, condition=False) is not None:
-                viable.append(sizes)
+                viable.append((code, sizes))
         per_class.append(viable)
-    for combo in itertools.product(*per_class):
+    for combo in _combinations(per_class, anonymous):
         merged: dict[tuple[str, int], Dim] = {}
         for sizes in combo:
             merged |= sizes
@@ -179,14 +206,37 @@ def _position_classes(rank: int, matrices: bool) -> list[list[int]]:
     return [[j] for j in range(rank)]
 
 
+_Sizes = dict[tuple[str, int], Dim]   # a size per slot (tensor variable, position)
+
+
+def _combinations(per_class: Sequence[Sequence[tuple[tuple[int, ...], _Sizes]]],
+                  anonymous: Sequence[int]) -> Iterator[tuple[_Sizes, ...]]:
+    """One size pattern per class: every combination, except that the anonymous classes take
+    their patterns in non-decreasing order (the other orders permute anonymous positions). Their
+    viable patterns are the same list, as the positions play the same part; if they are not,
+    every order is kept."""
+    group = list(anonymous)
+    codes = [[code for code, _ in per_class[c]] for c in group]
+    if len(group) < 2 or any(cs != codes[0] for cs in codes):
+        group = []
+    others = [c for c in range(len(per_class)) if c not in group]
+    orders = itertools.combinations_with_replacement(range(len(per_class[group[0]])),
+                                                     len(group)) if group else [()]
+    for order in orders:
+        chosen = dict(zip(group, order, strict=True))
+        for rest in itertools.product(*(range(len(per_class[c])) for c in others)):
+            chosen |= dict(zip(others, rest, strict=True))
+            yield tuple(per_class[c][chosen[c]][1] for c in range(len(per_class)))
+
+
 def _class_sizes(c: int, positions: Sequence[int], tensors: Sequence[str]
-                 ) -> Iterator[dict[tuple[str, int], Dim]]:
+                 ) -> Iterator[tuple[tuple[int, ...], _Sizes]]:
     """Each slot (tensor, position) of a class literally 1 or a symbolic size, symbols equal or
-    distinct: restricted growth strings, 0 standing for 1."""
+    distinct: restricted growth strings, 0 standing for 1 (with the string itself)."""
     slots = [(v, j) for v in tensors for j in positions]
     for code in _growth_strings(len(slots)):
-        yield {s: dim(1) if k == 0 else var(f"N{c}{chr(96 + k)}")
-               for s, k in zip(slots, code, strict=True)}
+        yield code, {s: dim(1) if k == 0 else var(f"N{c}{chr(96 + k)}")
+                     for s, k in zip(slots, code, strict=True)}
 
 
 def _growth_strings(n: int, top: int = 0) -> Iterator[tuple[int, ...]]:

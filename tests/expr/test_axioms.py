@@ -2,7 +2,7 @@
 
 import pytest
 
-from prism.expr.axioms import AXIOMS, Axiom, size_one
+from prism.expr.axioms import AXIOMS, Axiom, batch_dim, size_one
 from prism.expr.evidence import random_evidence
 
 
@@ -30,6 +30,9 @@ def test_table_is_well_formed():
     # rms without its 1/n.
     Axiom("rms-without-mean", "(rms_norm ?x ?d)", "(div ?x (sqrt (sum (square ?x) ?d)))",
           "wrong", "random", "test"),
+    # "A batch dim is dim 0": true up to rank 3, false at rank 4 (the IR's largest).
+    Axiom("batch-is-dim-0", "(part ?t ?d ?g)", "(part ?t 0 ?g)", "wrong", "random", "test",
+          condition=batch_dim("?d", "?t")),
 ], ids=lambda a: a.name)
 def test_unsound_axioms_are_caught(wrong):
     assert random_evidence(wrong).failures

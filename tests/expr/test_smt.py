@@ -11,11 +11,13 @@ import pytest
 import z3
 
 from prism import smt
-from prism.expr.axioms import AXIOMS, Axiom, distinct, size_one
+from prism.expr import instances
+from prism.expr.axioms import AXIOMS, AXIOMS_BY_NAME, Axiom, batch_dim, distinct, size_one
 from prism.expr.instances import generic_instances
 from prism.expr.tensor_terms import TensorInfo, evaluate
 from prism.expr.terms import Term
 from prism.ir.dims import evaluate as eval_dim
+from prism.ir.graph import MAX_RANK
 from prism.smt import STATUSES, prove_axiom
 
 
@@ -111,9 +113,63 @@ def test_conditions_select_the_instances():
     for inst in found:
         d = int(inst.subst["?d"].head)
         assert inst.leaves["T_a"].shape[d] == 1
-    # ranks 1 to 3, and every dim index of each rank
+    # every rank the IR allows (1 to 4), and every dim index of each rank
+    assert MAX_RANK == 4
     assert {(inst.leaves["T_a"].rank, inst.subst["?d"].head) for inst in found} == {
-        (r, str(d)) for r in (1, 2, 3) for d in range(r)}
+        (r, str(d)) for r in range(1, MAX_RANK + 1) for d in range(r)}
+
+
+def test_a_wrong_axiom_that_only_rank_4_shows_is_refuted():
+    # "a batch dim is dim 0": true at rank 3 (the one batch dim is 0), false at rank 4, where
+    # dim 1 is a batch dim too; the IR's tensors have rank 4
+    result = prove_axiom(wrong("batch-is-dim-0", "(part ?t ?d ?g)", "(part ?t 0 ?g)",
+                               batch_dim("?d", "?t")))
+    assert result.status == "refuted", result.detail
+    assert "(part T_t 1 ga)" in result.detail and "N3a" in result.detail   # at rank 4
+
+
+def canonical(inst, classes, anonymous):
+    """An instance up to renaming its symbols and permuting its anonymous positions: per
+    position class, the pattern of 1s and equal or distinct symbols over the tensors."""
+    def pattern(positions):
+        names: dict[str, int] = {}
+        return tuple(0 if d == 1 else names.setdefault(str(d), len(names) + 1)
+                     for _, info in sorted(inst.leaves.items()) for j in positions
+                     for d in (info.shape[j],))
+    atoms = tuple(sorted((v, t.head) for v, t in inst.subst.items() if not t.head.startswith("T_")))
+    axes = tuple(sorted((n, tuple(sorted(i.axes))) for n, i in inst.leaves.items()))
+    named = tuple(pattern(p) for c, p in enumerate(classes) if c not in anonymous)
+    return atoms, axes, named, tuple(sorted(pattern(classes[c]) for c in anonymous))
+
+
+@pytest.mark.parametrize("name", ["add-assoc", "div-part-part", "mul-rep-part", "matmul-batch",
+                                  "matmul-div-rows", "sum-part-other", "rms-norm-definition"])
+def test_instances_in_one_order_of_anonymous_positions_miss_none(name, monkeypatch):
+    # The oracle: every combination of size patterns (no symmetry). Up to a permutation of the
+    # positions no dim index names (and not a matmul's last two, nor the last when the condition
+    # reads it), the kept instances are exactly those, each once.
+    ax = AXIOMS_BY_NAME[name]
+    matrices = "matmul" in ax.lhs + ax.rhs
+    reads_last = "last_size_one" in str(ax.condition)
+
+    def keys(found):
+        out = []
+        for inst in found:
+            rank = next(iter(inst.leaves.values())).rank
+            classes = instances._position_classes(rank, matrices)
+            named = {int(t.head) for t in inst.subst.values() if t.head.isdigit()}
+            named |= {rank - 1} if reads_last else set()
+            anonymous = [c for c, p in enumerate(classes) if len(p) == 1 and p[0] not in named]
+            out.append((rank, canonical(inst, classes, anonymous)))
+        return out
+    kept = keys(generic_instances(ax))
+    everything = instances._combinations
+    monkeypatch.setattr(instances, "_combinations", lambda per_class, anonymous:
+                        everything(per_class, ()))
+    full = keys(generic_instances(ax))
+    assert len(kept) == len(set(kept)) and set(kept) == set(full)
+    if name == "add-assoc":   # three tensors, each position 1 or a size: 8 patterns a position
+        assert len(full) == 8 + 8**2 + 8**3 + 8**4 and len(kept) == 8 + 36 + 120 + 330
 
 
 def test_axes_of_variables_and_equal_or_distinct_axis_names():
