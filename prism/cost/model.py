@@ -1,9 +1,19 @@
 """The analytic cost model (DESIGN.md §6): modeled latency, roofline and lower bound of a program.
 
-Every element is fp16 (2 bytes). Each kernel costs max(memory time, compute time) + one launch,
-and a program costs the sum over its kernels (they run one after another).
+Every tensor element is fp16 (2 bytes), except the fp32 (4-byte) partial tiles of a summed output
+and the row norms of rms_norm. The model charges every kernel launch the generated module's
+`run()` makes (`prism.instantiate.codegen`) and nothing else: each launch costs max(memory time,
+compute time) + one launch overhead, and a program costs the sum over its launches (they run one
+after another). `ModeledCost.kernels` has one entry per launch, in launch order:
 
-A predefined kernel (matmul, rms_norm, add, ...) is a library kernel assumed to fill the device:
+- a custom kernel: one launch of its `@triton.jit` kernel, then one launch of a *combine* kernel
+  per output whose omap sums blocks (a grid dim of size > 1 that maps to no data dim);
+- a predefined op (matmul, add, sum, ...): one torch call, one launch, except rms_norm, which is
+  three (the rows' norms, their scaling to the root mean square, the division);
+- nothing for allocations (`torch.empty`) and for `.contiguous()` of a contiguous input (inputs
+  are assumed contiguous: a strided input costs a copy the model does not see).
+
+A predefined launch is a library kernel assumed to fill the device:
     memory   its distinct inputs read once + its output written once, at HBM bandwidth
     compute  `op_flops` of the op at full size, at the fp16 tensor-core peak
 
@@ -12,19 +22,35 @@ A custom kernel with blocks = Π grid and a loop of range F:
              block, blocks · tile bytes, for a tile the loop does not walk: it is hoisted). The
              input's own size comes from HBM; the excess (replicated reads) comes from L2 at L2
              bandwidth when the input fits in L2, else from HBM again.
-    stores   blocks · tile bytes per output. When the omap sums blocks (a grid dim of size > 1
-             that maps to no data dim), every partial sum is read back too (read-modify-write).
-             The output's own size goes to HBM, the excess to L2 (or HBM when it does not fit).
+    stores   blocks · tile bytes per output: its own size to HBM, any excess to L2 (or HBM when
+             it does not fit). A summed output's blocks write fp32 partial tiles instead:
+             P · N · 4 bytes for N output elements and P = Π summed grid sizes, to L2 when they
+             fit there (else HBM).
     flops    blocks · (F · loop-body flops + post-loop flops); intermediates stay on chip.
     idle SMs a busy SM streams its 1/SMs share of the bandwidth, so memory time is divided by
              min(1, blocks / SMs); the busiest SM runs ⌈blocks / SMs⌉ blocks on its 1/SMs share
              of the peak, so compute time is divided by blocks / (SMs · ⌈blocks / SMs⌉) (wave
              quantization). `waves` reports ⌈blocks / (SMs · blocks per SM)⌉ rounds of resident
              blocks; co-resident blocks share one SM, so the per-SM load is what costs time.
+A combine kernel runs ⌈N / 256⌉ blocks that read the P · N · 4 partial bytes back (from L2 when
+they fit there, as they were written), add them (P · N flops) and write the N-element output to
+HBM; its idle SMs are counted as a custom kernel's.
+
+Cache regime: the model predicts a run that starts with a cold L2, which is what
+`triton.testing.do_bench` times (it zeroes a 256 MB buffer before every call of the function it
+times, evicting every input). Each graph input is read from HBM at least once per run; only
+re-reads within one launch (replicated tiles) and partial tiles read back by their combine come
+from L2, and a tensor one launch writes and the next reads is charged at HBM bandwidth both
+times. A warm-L2 timing (back-to-back calls on the same inputs, no flush) of a program whose
+tensors fit in L2 would come out faster than this model. `bench/gpu_check.py` and the cuda
+backend time the same regime (`prism.instantiate.triton_backend.bench_cuda`). The launch
+overhead is `DeviceSpec.launch_us`, the gap between kernels launched back to back.
 
 The roofline is max(graph inputs + outputs over HBM bandwidth, full-size flops over peak) plus one
-launch: no program launches less. `lower_bound_us` is the same per kernel, summed: what every
+launch: no program launches less. `lower_bound_us` is the same per kernel op, summed: what every
 assignment of a symbolic family costs at least, which the search's cost-bound rule prunes with.
+The eager baseline, `eager_us`, models PyTorch eager as one library kernel per operator (rms_norm
+one launch too), not the generated launcher.
 """
 
 from __future__ import annotations
@@ -40,7 +66,12 @@ from prism.ir.graph import BlockGraph, KernelGraph, Map, Op, Shape
 from prism.ir.ops import OPS, infer_shape, op_def
 
 BYTES_PER_ELEMENT = 2   # fp16
+FP32_BYTES = 4          # a partial tile's and a row norm's elements
 IO_KINDS = frozenset({"input", "output"})
+CACHE_REGIME = "cold L2: flushed before each run, as triton.testing.do_bench times"
+# Output elements one block of a combine kernel adds: `prism.instantiate.codegen.COMBINE_BLOCK`
+# (tests/instantiate/test_launches.py checks every launch's grid against the model's blocks).
+COMBINE_BLOCK = 256
 
 Ints = tuple[int, ...]
 FlopRule = Callable[[Sequence[Ints], Ints], int]
@@ -63,10 +94,10 @@ _ACCUM_FLOPS_PER_ELEMENT = {"red_ld_rms": 2}
 
 @dataclass(frozen=True)
 class KernelCost:
-    """The modeled cost of one kernel. `blocks` and `waves` are None for a predefined kernel."""
+    """The modeled cost of one launch. `blocks` and `waves` are None for a predefined op's."""
 
-    name: str            # the kernel's first output tensor (its kind when it has none)
-    kind: str            # "customized" or the predefined op
+    name: str            # the kernel op's first output tensor (its kind when it has none)
+    kind: str            # "customized", "combine" or the predefined op
     blocks: int | None
     waves: int | None
     hbm_bytes: int
@@ -75,6 +106,7 @@ class KernelCost:
     memory_us: float
     compute_us: float
     latency_us: float    # max(memory_us, compute_us) + launch
+    step: str = ""       # which launch of a predefined op that makes several (rms_norm)
 
     @property
     def bound(self) -> str:
@@ -84,16 +116,23 @@ class KernelCost:
 
 @dataclass(frozen=True)
 class ModeledCost:
-    """The modeled latency of a concrete program, its roofline, and every kernel's share."""
+    """The modeled latency of a concrete program, its roofline, and every launch's share (one
+    `KernelCost` per kernel launch of the generated `run()`, in order), in the `cache` regime."""
 
     device: str
     latency_us: float
     roofline_us: float
     kernels: tuple[KernelCost, ...]
+    cache: str = CACHE_REGIME
+
+    @property
+    def launches(self) -> int:
+        """How many kernels the generated `run()` launches."""
+        return len(self.kernels)
 
     def __str__(self) -> str:
         return (f"{self.latency_us:.2f} µs modeled on {self.device} (roofline "
-                f"{self.roofline_us:.2f} µs, {len(self.kernels)} kernel(s))")
+                f"{self.roofline_us:.2f} µs, {self.launches} launch(es))")
 
 
 # -- FLOPs -----------------------------------------------------------------------------------------
@@ -195,52 +234,104 @@ def lower_bound_us(graph: KernelGraph, device: DeviceSpec) -> float:
 # -- the model -------------------------------------------------------------------------------------
 
 def modeled(graph: KernelGraph, device: DeviceSpec) -> ModeledCost:
-    """The modeled cost of a concrete program (grid sizes, loop ranges and maps all concrete)."""
+    """The modeled cost of a concrete program (grid sizes, loop ranges and maps all concrete):
+    one `KernelCost` per launch of its generated `run()`."""
     _require_concrete(graph)
     sizes = _Sizes(graph)
-    kernels = tuple(_custom_cost(sizes, op, device) if op.kind == "customized"
-                    else _predefined_cost(sizes, op, device) for op in _kernels(graph))
+    kernels = tuple(k for op in _kernels(graph)
+                    for k in (_custom_costs(sizes, op, device) if op.kind == "customized"
+                              else _predefined_costs(sizes, op, device)))
     return ModeledCost(device.name, sum(k.latency_us for k in kernels),
                        roofline_us(graph, device), kernels)
 
 
 def eager_us(graph: KernelGraph, device: DeviceSpec) -> float:
-    """The unfused baseline: every op of a graph of predefined ops (a traced workload) as its own
-    kernel, which is how `modeled` costs predefined ops; custom kernels, if any, as modeled."""
-    return modeled(graph, device).latency_us
+    """The unfused baseline (DESIGN.md §6): every op of a graph of predefined ops (a traced
+    workload) as one library kernel, a launch that moves its inputs and output once, rms_norm
+    included; custom kernels, if any, as modeled. It models PyTorch eager at one kernel per
+    operator, not the generated launcher, whose `_rms_norm` is three launches (`modeled`)."""
+    _require_concrete(graph)
+    sizes = _Sizes(graph)
+    return sum(k.latency_us for op in _kernels(graph)
+               for k in (_custom_costs(sizes, op, device) if op.kind == "customized"
+                         else [_library(_kernel_name(op), op.kind, _kernel_io_bytes(sizes, op),
+                                        _full_kernel_flops(sizes, op), device)]))
 
 
-def _predefined_cost(sizes: _Sizes, op: Op, device: DeviceSpec) -> KernelCost:
-    moved = _kernel_io_bytes(sizes, op)
-    flops = _full_kernel_flops(sizes, op)
+def _predefined_costs(sizes: _Sizes, op: Op, device: DeviceSpec) -> list[KernelCost]:
+    name = _kernel_name(op)
+    if op.kind != "rms_norm":
+        return [_library(name, op.kind, _kernel_io_bytes(sizes, op),
+                         _full_kernel_flops(sizes, op), device)]
+    # The launcher's `_rms_norm`: torch's vector_norm over the rows (x read, the norms written
+    # in fp32), their scaling to the root mean square, the division (x and the norms read).
+    (x,) = op.inputs
+    n, x_bytes = math.prod(sizes.shape(x)), sizes.nbytes(x)
+    rows = n // sizes.shape(x)[-1]
+    norms = rows * FP32_BYTES
+    return [_library(name, op.kind, x_bytes + norms, 2 * n, device, "norm"),      # square, add
+            _library(name, op.kind, 2 * norms, rows, device, "scale"),
+            _library(name, op.kind, 2 * x_bytes + norms, n, device, "divide")]
+
+
+def _library(name: str, kind: str, moved: int, flops: int, device: DeviceSpec,
+             step: str = "") -> KernelCost:
+    """A library launch: `moved` bytes at HBM bandwidth, `flops` at peak, the device full."""
     memory, compute = _memory_us(moved, device.mem_bw_gbps), _compute_us(flops, device)
-    return KernelCost(_kernel_name(op), op.kind, None, None, moved, 0, flops, memory, compute,
-                      max(memory, compute) + device.launch_us)
+    return KernelCost(name, kind, None, None, moved, 0, flops, memory, compute,
+                      max(memory, compute) + device.launch_us, step)
 
 
-def _custom_cost(sizes: _Sizes, op: Op, device: DeviceSpec) -> KernelCost:
+def _custom_costs(sizes: _Sizes, op: Op, device: DeviceSpec) -> list[KernelCost]:
+    """The custom kernel's launch, then one combine launch per output whose blocks it sums."""
     block = _block_of(op)
     blocks, loop = _sizes(block)
     grid = [g.value for g in block.grid]
     tiles = _tile_shapes(block)
     traffic: dict[str, int] = {}   # kernel tensor → bytes the blocks move for it
+    partial: dict[str, int] = {}   # summed output → its fp32 partial tiles' bytes
     for bop, src in zip(block.input_ops, op.inputs, strict=False):
         loads = loop if _walks(bop.attr["fmap"]) else 1     # a tile the loop does not walk is
         traffic[src] = traffic.get(src, 0) + blocks * loads * _bytes(tiles[bop.outputs[0]])
     for bop, dst in zip(block.output_ops, op.outputs, strict=False):
-        stored = blocks * _bytes(tiles[bop.inputs[0]])
-        traffic[dst] = stored * (2 if _sums_blocks(bop.attr["omap"], grid) else 1)
+        summed = _summed_blocks(bop.attr["omap"], grid)
+        if summed > 1:
+            partial[dst] = summed * math.prod(sizes.shape(dst)) * FP32_BYTES
+        else:
+            traffic[dst] = blocks * _bytes(tiles[bop.inputs[0]])
     hbm = l2 = 0
     for name, moved in traffic.items():
         from_hbm, from_l2 = _split_traffic(sizes.nbytes(name), moved, device)
         hbm, l2 = hbm + from_hbm, l2 + from_l2
+    for nbytes in partial.values():
+        hbm, l2 = (hbm, l2 + nbytes) if nbytes <= device.l2_bytes else (hbm + nbytes, l2)
     flops = _block_flops(block, tiles, blocks, loop)
+    kernel = _blocks_cost(_kernel_name(op), op.kind, blocks, hbm, l2, flops, device)
+    return [kernel] + [_combine_cost(sizes, dst, nbytes, device)
+                       for dst, nbytes in partial.items()]
+
+
+def _combine_cost(sizes: _Sizes, output: str, partial: int, device: DeviceSpec) -> KernelCost:
+    """The combine launch of a summed output: its partial tiles read back (from L2 when they fit
+    there, where their kernel wrote them), the output written to HBM, an add per partial
+    element."""
+    n = math.prod(sizes.shape(output))
+    hbm, l2 = (sizes.nbytes(output), partial) if partial <= device.l2_bytes \
+        else (sizes.nbytes(output) + partial, 0)
+    return _blocks_cost(output, "combine", math.ceil(n / COMBINE_BLOCK), hbm, l2,
+                        partial // FP32_BYTES, device)
+
+
+def _blocks_cost(name: str, kind: str, blocks: int, hbm: int, l2: int, flops: int,
+                 device: DeviceSpec) -> KernelCost:
+    """A launch of `blocks` blocks moving `hbm` and `l2` bytes and computing `flops`: memory and
+    compute time over the SMs the blocks keep busy (the module doc's idle-SM rule)."""
     busy = min(1.0, blocks / device.sm_count)
     balance = blocks / (device.sm_count * math.ceil(blocks / device.sm_count))
     memory = (_memory_us(hbm, device.mem_bw_gbps) + _memory_us(l2, device.l2_bw_gbps)) / busy
     compute = _compute_us(flops, device) / balance
     waves = math.ceil(blocks / (device.sm_count * device.max_blocks_per_sm))
-    return KernelCost(_kernel_name(op), op.kind, blocks, waves, hbm, l2, flops, memory, compute,
+    return KernelCost(name, kind, blocks, waves, hbm, l2, flops, memory, compute,
                       max(memory, compute) + device.launch_us)
 
 
@@ -250,10 +341,11 @@ def _walks(fmap: Map) -> bool:
     return any(e != 0 for row in fmap.rows for e in row)
 
 
-def _sums_blocks(omap: Map, grid: Sequence[int]) -> bool:
-    """Whether a grid dim of size > 1 maps to no data dim: its blocks' tiles are summed."""
-    return any(size > 1 and all(e == 0 for e in row)
-               for size, row in zip(grid, omap.rows, strict=True))
+def _summed_blocks(omap: Map, grid: Sequence[int]) -> int:
+    """How many blocks' tiles each output element sums: the product of the grid dims of size > 1
+    that the omap maps to no data dim (1 when there are none)."""
+    return math.prod(size for size, row in zip(grid, omap.rows, strict=True)
+                     if size > 1 and all(e == 0 for e in row))
 
 
 def _split_traffic(unique: int, moved: int, device: DeviceSpec) -> tuple[int, int]:

@@ -4,8 +4,10 @@
     program.source                     # `@triton.jit` kernels + `run(*inputs)`, the launcher
 
 The module has one `@triton.jit` function per custom kernel and a launcher `run(*inputs)` that
-takes torch tensors in the graph's input order, runs the pre-defined kernel ops through torch
-(in fp32) and launches each custom kernel on its grid. The block graph's semantics are
+takes torch tensors in the graph's input order, runs each pre-defined kernel op as one torch call
+(`lowering.TORCH_KERNEL`; rms_norm is three) and launches each custom kernel on its grid. Every
+kernel launch `run()` makes is one of these, which is what the cost model charges
+(`prism.cost.model`); allocations are `torch.empty`, never a fill. The block graph's semantics are
 `prism.ir.interpret`'s, kept exactly:
 
 - data dim d of a block input is cut, outermost first, by the grid dims mapped to it (x, y, z), then
@@ -14,7 +16,10 @@ takes torch tensors in the graph's input order, runs the pre-defined kernel ops 
 - accumulators are fp32 `tl.zeros` carried through `for i in range(F)`; mean and rms divide by the
   row width × F after the loop;
 - a grid dim that an output's omap maps to no data dim *sums* the blocks' tiles: the kernel writes
-  per-block partial tiles into an fp32 buffer and the launcher adds them.
+  per-block partial tiles into an fp32 buffer [g_p for each summed grid dim p, *output shape], and
+  a second Triton kernel, the output's *combine* kernel, adds them in fp32 and writes the output
+  (one launch: a torch `.sum().to()` would be two, and an atomic add would need a zeroing launch
+  and a conversion).
 
 Tiles are padded to powers of two of at least 16 (`tl.arange` needs powers of two, `tl.dot` 16)
 with masked loads (`other=0`) and stores; a dim of 1 stays 1. A padded lane that an op makes
@@ -39,6 +44,7 @@ from prism.errors import PrismError
 from prism.instantiate.lowering import (
     KEEPS_ZERO,
     POW_HELPER,
+    RMS_NORM_HELPER,
     TORCH_KERNEL,
     TRITON_ELEMENTWISE,
 )
@@ -49,6 +55,7 @@ from prism.ir.spec import check, substitute_graph
 
 NUM_WARPS = 4          # Prism's and Mirage's fixed 128-thread block
 MIN_DOT = 16           # tl.dot's smallest dim; tiles are padded to at least this
+COMBINE_BLOCK = 256    # output elements one block of a combine kernel adds (2 a thread)
 
 
 class CodegenError(PrismError):
@@ -68,11 +75,22 @@ class KernelSource:
 
 @dataclass(frozen=True)
 class TritonProgram:
+    """A generated module: `kernels` has one entry per custom kernel of the graph, in launch
+    order; `combines` the kernels that add a custom kernel's partial tiles (one per summed
+    output, launched right after its custom kernel)."""
+
     source: str
     kernels: tuple[KernelSource, ...]
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     name: str = ""
+    combines: tuple[KernelSource, ...] = ()
+
+    @property
+    def triton_kernels(self) -> tuple[KernelSource, ...]:
+        """Every `@triton.jit` kernel the launcher launches: the custom kernels, then the
+        combines."""
+        return self.kernels + self.combines
 
 
 def generate(graph: KernelGraph, assignment: Mapping[str, int] | None = None,
@@ -91,9 +109,9 @@ def generate(graph: KernelGraph, assignment: Mapping[str, int] | None = None,
 # -- names -----------------------------------------------------------------------------------------
 
 _RESERVED = frozenset({"tl", "triton", "torch", "math", "i", "pid0", "pid1", "pid2", "run",
-                       "dtype", "device", "_pow", "_alloc", "_f", "_prepare", "range", "float",
-                       "int", "len", "min", "max", "tuple", "isinstance", "type", "TypeError",
-                       "ValueError", "print"})
+                       "dtype", "device", "_pow", "_alloc", "_rms_norm", "_prepare", "range",
+                       "float", "int", "len", "min", "max", "tuple", "isinstance", "type",
+                       "TypeError", "ValueError", "print"})
 
 
 class Namer:
@@ -150,10 +168,6 @@ def _alloc(shape, dtype, device):
     return torch.empty(shape, dtype=dtype, device=device)
 
 
-def _f(t):
-    return t.float()
-
-
 def _prepare(t, shape, name):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch tensor, got {type(t).__name__}")
@@ -175,6 +189,7 @@ class _Module:
         g = self.graph
         params = [self.names(t) for t in g.inputs]
         kernels: list[KernelSource] = []
+        combines: list[KernelSource] = []
         bodies: list[str] = []
         launch: list[str] = []
         for op in g.ops:
@@ -182,8 +197,9 @@ class _Module:
                 continue
             if op.kind == "customized":
                 assert op.block is not None
-                ks, body, lines = self._custom(op, op.block, len(kernels))
+                ks, sums, body, lines = self._custom(op, op.block, len(kernels))
                 kernels.append(ks)
+                combines += sums
                 bodies.append(body)
                 launch += lines
             else:
@@ -193,38 +209,43 @@ class _Module:
         sig = ", ".join(f"{p} {list(self.shapes[t])}" for p, t in zip(params, g.inputs,
                                                                        strict=True))
         label = _label(self.name)
-        title = f"{label}: {len(kernels)} Triton kernel(s), {g.num_kernels} kernel(s) in all."
+        counts = [(len(kernels), "custom kernel"), (len(combines), "combine kernel"),
+                  (g.num_kernels - len(kernels), "pre-defined op")]
+        title = f"{label}: " + (", ".join(f"{n} {what}" + "s" * (n > 1) for n, what in counts
+                                          if n) or "no kernels") + "."
         parts = [_HEADER.format(title=title, inputs=", ".join(params) or "()",
                                 returns=" and ".join(outs))]
         if "_pow(" in "".join(bodies):
             parts.append("\n" + POW_HELPER)
         parts += ["\n\n" + b for b in bodies]
         parts.append(_RUNTIME)
+        if "_rms_norm(" in "".join(launch):
+            parts.append("\n\n" + RMS_NORM_HELPER)
         run = [f"\n\ndef run({', '.join(params)}):",
                f'    """{label}({sig}) -> {returns}"""']
         run += [f"    {p} = _prepare({p}, {tuple(self.shapes[t])!r}, {t!r})"
                 for p, t in zip(params, g.inputs, strict=True)]
         first = params[0] if params else "None"
-        run.append(f"    dtype, device = {first}.dtype, {first}.device")
+        if re.search(r"\b(dtype|device)\)", "\n".join(launch)):
+            run.append(f"    dtype, device = {first}.dtype, {first}.device")
         run += ["    " + line for line in launch]
         run.append(f"    return {returns}")
         parts.append("\n".join(run) + "\n")
         return TritonProgram("".join(parts), tuple(kernels), tuple(g.inputs), tuple(g.outputs),
-                             self.name)
+                             self.name, tuple(combines))
 
     def _predefined(self, op: Op) -> list[str]:
         template = TORCH_KERNEL.get(op.kind)
         if template is None:
             raise CodegenError(f"kernel op {op.kind!r} has no torch lowering")
-        args = [f"_f({self.names(t)})" for t in op.inputs]
+        args = [self.names(t) for t in op.inputs]
         expr = template.format(*args, **_attrs(op))
         out = self.names(op.outputs[0])
-        return [f"# {out} = {op.kind}({', '.join(self.names(t) for t in op.inputs)}): "
-                "pre-defined, in torch",
-                f"{out} = ({expr}).to(dtype)"]
+        return [f"# {out} = {op.kind}({', '.join(args)}): pre-defined, in torch",
+                f"{out} = {expr}"]
 
     def _custom(self, op: Op, bg: BlockGraph, index: int
-                ) -> tuple[KernelSource, str, list[str]]:
+                ) -> tuple[KernelSource, list[KernelSource], str, list[str]]:
         grid = tuple(evaluate(d, {}) for d in bg.grid)
         label = self.names(op.outputs[0])
         kname = self.names.fresh(f"kernel{index}_{label}")
@@ -248,14 +269,49 @@ class _Module:
                 lines.append(f"{var} = _alloc({self.shapes[t]!r}, dtype, device)")
                 args.append(var)
         lines.append(f"{kname}[{grid!r}]({', '.join(args)}, num_warps={NUM_WARPS})")
+        combines: list[KernelSource] = []
         for j, t in enumerate(op.outputs):
-            parts = emitter.summed_grid(j)
-            if parts:
-                dims = tuple(range(len(parts)))
-                lines.append(f"{self.names(t)} = {buffers[j]}.sum(dim={dims!r}).to(dtype)  "
-                             "# blocks of the summed grid dims add up")
+            if j not in buffers:
+                continue
+            var = self.names(t)
+            cs, source = self._combine(index, t, emitter.summed(j), kname)
+            combines.append(cs)
+            body += "\n\n" + source
+            lines += [f"# {var}: the sum of {kname}'s partial tiles, added by {cs.name}",
+                      f"{var} = _alloc({self.shapes[t]!r}, dtype, device)",
+                      f"{cs.name}[{cs.grid!r}]({buffers[j]}, {var}, num_warps={NUM_WARPS})"]
         sig = tuple(zip(emitter.arg_names, emitter.arg_types, strict=True))
-        return KernelSource(kname, grid, sig, op.outputs[0]), body, lines
+        return KernelSource(kname, grid, sig, op.outputs[0]), combines, body, lines
+
+    def _combine(self, index: int, target: str, summed: dict[int, int], producer: str
+                 ) -> tuple[KernelSource, str]:
+        """The kernel that adds `target`'s partial tiles (the fp32 buffer [*summed sizes,
+        *shape] that `producer` writes) in fp32 and writes `target`: COMBINE_BLOCK elements a
+        block, masked when they do not divide the output."""
+        var = self.names(target)
+        name = self.names.fresh(f"combine{index}_{var}")
+        local = Namer(("offs", "acc", "p"))
+        parts_ptr, out_ptr = local.fresh(f"{var}_parts_ptr"), local.fresh(f"{var}_ptr")
+        shape = self.shapes[target]
+        size, count = math.prod(shape), math.prod(summed.values())
+        block = min(COMBINE_BLOCK, _pad(size))
+        grid = (-(-size // block),)
+        mask = f", mask=offs < {size}" if size % block else ""
+        other = f"{mask}, other=0.0" if mask else ""
+        dims = ", ".join("xyz"[p] for p in summed)
+        source = "\n".join([
+            "@triton.jit",
+            f"def {name}({parts_ptr}, {out_ptr}):",
+            f'    """{var} {list(shape)}: the sum of the {count} partial tiles {producer} writes '
+            f'(blocks along grid dims {dims}), {block} elements a block, added in fp32."""',
+            f"    offs = tl.program_id(0) * {block} + tl.arange(0, {block})",
+            f"    acc = tl.zeros(({block},), dtype=tl.float32)",
+            f"    for p in range({count}):",
+            f"        acc += tl.load({parts_ptr} + p * {size} + offs{other})",
+            f"    tl.store({out_ptr} + offs, acc.to({out_ptr}.dtype.element_ty){mask})",
+        ]) + "\n"
+        sig = ((parts_ptr, "*fp32"), (out_ptr, "*fp16"))
+        return KernelSource(name, grid, sig, target), source
 
 
 def _label(name: str) -> str:
@@ -321,10 +377,15 @@ class _Kernel:
         self.tiles = {t: tuple(d.value for d in s) for t, s in self.bg.tensors}
 
     # data and partial sums
-    def summed_grid(self, j: int) -> tuple[int, ...]:
+    def summed(self, j: int) -> dict[int, int]:
+        """The grid dims (and their sizes) whose blocks' tiles output j sums: size > 1, and
+        mapped by its omap to no data dim."""
         omap = _rows(self.bg.output_ops[j].attr["omap"])
-        return tuple(self.grid[p] for p in range(len(self.grid))
-                     if omap[p] < 0 and self.grid[p] > 1)
+        return {p: g for p, g in enumerate(self.grid) if omap[p] < 0 and g > 1}
+
+    def summed_grid(self, j: int) -> tuple[int, ...]:
+        """The sizes of `summed(j)`: the leading dims of output j's partial-tile buffer."""
+        return tuple(self.summed(j).values())
 
     def emit(self) -> str:
         bg, op = self.bg, self.op
@@ -432,9 +493,9 @@ class _Kernel:
         positions = [self._position(omap, d, False) for d in range(len(val.shape))]
         var = self.names.fresh(f"{self.module.names(target)}_out")
         lines, addr, mask = self._offsets(var, data, val.shape, positions)
-        summed = [p for p in range(len(self.grid)) if omap[p] < 0 and self.grid[p] > 1]
+        summed = list(self.summed(j))
         if summed:
-            # Partial tiles go to buffer [g_p for each summed p, *data]; the launcher adds them.
+            # Partial tiles go to buffer [g_p for each summed p, *data]; the combine adds them.
             size, lead = math.prod(data), ""
             for k, p in enumerate(summed):
                 stride = size * math.prod(self.grid[q] for q in summed[k + 1:])
@@ -445,7 +506,7 @@ class _Kernel:
                 f"omap {bop.attr['omap']}")
         if summed:
             head += " (partial tiles: the blocks along grid dims " \
-                    f"{', '.join('xyz'[p] for p in summed)} are summed by the launcher)"
+                    f"{', '.join('xyz'[p] for p in summed)} are summed by a combine kernel)"
         return [head, *lines,
                 f"tl.store({ptr} + {addr}, {val.f32}.to({ptr}.dtype.element_ty){masked})"]
 

@@ -4,8 +4,10 @@ offline. The only module of `prism` that imports triton, lazily.
 - `load(program)` writes the source to a file (Triton reads a kernel's source with `inspect`, so a
   module needs one) and imports it; without a GPU (or with `TRITON_INTERPRET=1`) its kernels run
   in Triton's interpreter on CPU tensors.
-- `compile_ptx(program)` compiles every kernel for `GPUTarget("cuda", 90, 32)` (Hopper) without a
-  GPU, in a subprocess, and returns each kernel's PTX.
+- `compile_ptx(program)` compiles every kernel (custom and combine) for `GPUTarget("cuda", 90,
+  32)` (Hopper) without a GPU, in a subprocess, and returns each kernel's PTX.
+- `bench_cuda(fn)` times `fn` on a GPU in the cost model's cache regime (L2 flushed before each
+  call).
 """
 
 from __future__ import annotations
@@ -117,7 +119,8 @@ def compile_many(programs: Sequence[TritonProgram], target: tuple[str, int, int]
         CompileError("not compiled: the compiler stopped first") for _ in programs]
     request = {"target": list(target), "num_warps": num_warps, "programs": [
         {"path": str(write_module(p)), "kernels": [[k.name, dict(k.signature)]
-                                                   for k in p.kernels]} for p in programs]}
+                                                   for k in p.triton_kernels]}
+        for p in programs]}
     _setup_env()
     env = {**os.environ, "TRITON_INTERPRET": "0"}
     with tempfile.TemporaryFile("w+") as errors:
@@ -185,7 +188,9 @@ def _compile_request(request: dict[str, Any]) -> None:
 
 
 def bench_cuda(fn: Any, warmup_ms: int = 25, rep_ms: int = 100) -> float:
-    """The median time of `fn()` on the GPU in µs (CUDA events, `triton.testing.do_bench`)."""
+    """The median time of `fn()` on the GPU in µs, in the regime the cost model predicts
+    (`prism.cost.model.CACHE_REGIME`): `triton.testing.do_bench` zeroes a 256 MB buffer before
+    each timed call, so every call starts with a cold L2, and times the call with CUDA events."""
     from triton.testing import do_bench
     return float(do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")) * 1e3
 

@@ -1,7 +1,8 @@
 """The cost model against hand computation (the formulas of DESIGN.md §6 written out here) and
 its invariants on real graphs: roofline ≤ lower bound ≤ modeled latency for every workload's
 hand-built fused kernel at several grid and loop sizes, and for every member of a symbolic
-family; the fused kernels beat the modeled eager baseline."""
+family; the fused kernels beat the modeled eager baseline. That the model's launches are the
+generated code's is tests/instantiate/test_launches.py."""
 
 import dataclasses
 import functools
@@ -18,6 +19,7 @@ from prism.cost import (
     modeled,
     roofline_us,
 )
+from prism.cost.model import CACHE_REGIME
 from prism.errors import PrismError, ShapeError, UnknownDeviceError
 from prism.frontend.builder import Block, Graph
 from prism.ir.dims import var
@@ -79,6 +81,26 @@ def test_eager_rmsnorm_matmul_is_one_kernel_per_op():
     assert eager_us(traced("rmsnorm_matmul"), H100) == pytest.approx(rms_norm + matmul)
 
 
+def test_the_unfused_program_is_the_launchers_torch_calls():
+    """The generated launcher's rms_norm is three launches (the rows' fp32 norms, their scaling,
+    the division), its matmul one: more than the eager baseline's one kernel per op."""
+    (n, d), (_, cols) = SHAPES["X"], SHAPES["W"]
+    x, norms = n * d * 2, n * 4
+    rms_norm = (max(mem_us(x + norms), flop_us(2 * n * d)) + H100.launch_us
+                + max(mem_us(2 * norms), flop_us(n)) + H100.launch_us
+                + max(mem_us(2 * x + norms), flop_us(n * d)) + H100.launch_us)
+    matmul = max(mem_us((n * d + d * cols + n * cols) * 2),
+                 flop_us(2 * n * d * cols)) + H100.launch_us
+    cost = modeled(traced("rmsnorm_matmul"), H100)
+    assert cost.latency_us == pytest.approx(rms_norm + matmul)
+    assert [(k.kind, k.step) for k in cost.kernels] == [
+        ("rms_norm", "norm"), ("rms_norm", "scale"), ("rms_norm", "divide"), ("matmul", "")]
+    assert cost.launches == 4 and "4 launch(es)" in str(cost)
+    assert eager_us(traced("rmsnorm_matmul"), H100) < cost.latency_us
+    assert eager_us(traced("swiglu"), H100) == pytest.approx(modeled(traced("swiglu"),
+                                                                     H100).latency_us)
+
+
 def test_full_size_flops_count_every_op_once_at_full_size():
     (n, d), (_, cols) = SHAPES["X"], SHAPES["W"]
     matmul = 2 * n * d * cols
@@ -104,19 +126,50 @@ def test_a_fused_kernel_is_modeled_by_hand():
     assert k.bound == "memory"
 
 
-def test_summed_partial_outputs_cost_a_read_modify_write():
-    """Split-K: 4 blocks each multiply a quarter of d, and their [8, 1024] tiles are summed."""
+def split_k(parts: int = 4) -> KernelGraph:
+    """`parts` blocks each multiply 1/parts of d, and their [8, 1024] tiles are summed."""
     g = Graph("split_k")
     X, W = g.input("X", SHAPES["X"]), g.input("W", SHAPES["W"])
-    tb = Block(grid=(4,), forloop_range=1)
+    tb = Block(grid=(parts,), forloop_range=1)
     x, w = tb.input(X, imap=(1,)), tb.input(W, imap=(0,))
     tb.output(tb.accum(tb.matmul(x, w)), omap=(-1,))
     (out,) = g.customized(tb)
     g.output(out)
-    (k,) = modeled(g.build(), H100).kernels
-    y = 8 * 1024 * 2
-    assert k.l2_bytes == 2 * 4 * y - y        # 4 partials written and read back, Y once to HBM
-    assert k.hbm_bytes == (8 * 1024 + 1024 * 1024) * 2 + y
+    return g.build()
+
+
+def test_summed_partial_outputs_cost_fp32_partials_and_a_combine_launch():
+    """The kernel writes 4 fp32 partial tiles of Y [8, 1024] (to L2: they fit); the combine
+    reads them back, adds them and writes Y once to HBM, in ⌈8192 / 256⌉ = 32 blocks."""
+    kernel, combine = modeled(split_k(), H100).kernels
+    y, partials = 8 * 1024 * 2, 4 * 8 * 1024 * 4
+    assert (kernel.kind, combine.kind, combine.name) == ("customized", "combine", kernel.name)
+    assert kernel.hbm_bytes == (8 * 1024 + 1024 * 1024) * 2      # X and W once, Y not yet
+    assert kernel.l2_bytes == partials
+    assert (combine.blocks, combine.hbm_bytes, combine.l2_bytes) == (32, y, partials)
+    assert combine.flops == 4 * 8 * 1024
+    memory = (mem_us(y) + partials / (H100.l2_bw_gbps * 1e9) * 1e6) / (32 / 132)
+    assert combine.memory_us == pytest.approx(memory)
+    assert combine.latency_us == pytest.approx(memory + H100.launch_us)
+    for parts in (2, 4, 16):
+        graph = split_k(parts)
+        assert roofline_us(graph, H100) <= lower_bound_us(graph, H100) <= \
+            modeled(graph, H100).latency_us
+
+
+def test_partials_that_do_not_fit_in_l2_go_through_hbm():
+    fits = modeled(split_k(), H100).kernels
+    spills = modeled(split_k(), dataclasses.replace(H100, l2_bytes=0)).kernels
+    partials = 4 * 8 * 1024 * 4
+    assert [k.l2_bytes for k in spills] == [0, 0]
+    assert [s.hbm_bytes - f.hbm_bytes for s, f in zip(spills, fits, strict=True)] == \
+        [partials, partials]
+
+
+def test_the_model_states_its_cache_regime():
+    cost = modeled(split_k(), H100)
+    assert cost.cache == CACHE_REGIME and "cold L2" in CACHE_REGIME
+    assert "do_bench" in CACHE_REGIME
 
 
 def test_replicated_reads_that_do_not_fit_in_l2_come_from_hbm():

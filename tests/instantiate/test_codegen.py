@@ -8,7 +8,8 @@ interpreter (CPU) on fp16 inputs with every allocation poisoned with NaN (see co
   padded and masked, and tiles below 16, padded to tl.dot's 16);
 - every block op and accumulator, summed grid dims, 2-D and 3-D grids, imap and fmap on one dim,
   rank-3 tiles, and pre-defined kernel ops in the launcher, one small graph each;
-- snapshots of two generated modules (`PRISM_UPDATE_SNAPSHOTS=1` rewrites them).
+- snapshots of four generated modules: two fused kernels, a combine kernel, the pre-defined
+  ops in torch (`PRISM_UPDATE_SNAPSHOTS=1` rewrites them).
 
 Each bug these tests found (names reaching comments and docstrings, an unparenthesised nested
 offset, one tensor read by two block inputs, partial-sum buffers named outside the Namer, a tile
@@ -457,10 +458,13 @@ OP_CASES: dict[str, Callable[[], tuple[KernelGraph, list[np.ndarray]]]] = {
     **{f"accum-{k}": (lambda k=k: accum_case(k))
        for k in ("nored", "red_ld_sum", "red_ld_mean", "red_ld_rms")},
     "accum-redtox_ld_sum": lambda: accum_case("redtox_ld_sum", 128, 2, 16),
-    # matmul split on K across grid x, blocks summed by the launcher (tiles 16×16 and 16×32).
+    # matmul split on K across grid x, blocks summed by a combine kernel (tiles 16×16, 16×32).
     "summed-grid-x": lambda: matmul_case((16, 64), (64, 32), (4,), 1, (1,), (0,), omap=(-1,)),
     # the same without a loop and with a padded K tile (24 → 32), product-sum (8 rows).
     "summed-grid-x-padded": lambda: matmul_case((8, 96), (96, 20), (4,), 1, (1,), (0,),
+                                                omap=(-1,)),
+    # 800 output elements: a combine of four 256-element blocks, the last one masked.
+    "summed-grid-x-ragged": lambda: matmul_case((8, 64), (64, 100), (4,), 1, (1,), (0,),
                                                 omap=(-1,)),
     "grid-2d": lambda: matmul_case((12, 64), (64, 48), (2, 3), 2, (0, -1), (-1, 1), 1, 0,
                                    (0, 1)),
@@ -520,13 +524,17 @@ def test_redtox_on_a_padded_tile_is_a_codegen_error():
         generate(graph)
 
 
-def test_summed_grid_dims_use_fp32_partial_buffers(kit):
+def test_summed_grid_dims_use_fp32_partial_buffers_and_a_combine_kernel(kit):
     graph, arrays = OP_CASES["summed-grid-x"]()
     program = kit.check(graph, arrays)
     (ks,) = program.kernels
     types = dict(ks.signature)
     assert list(types.values()) == ["*fp16", "*fp16", "*fp32"]
-    assert ".sum(dim=(0,))" in program.source
+    (cs,) = program.combines
+    assert [t for _, t in cs.signature] == ["*fp32", "*fp16"]
+    assert cs.grid == (2,) and cs.block_op == graph.outputs[0]     # 16 × 32 = 2 × 256 elements
+    assert program.triton_kernels == (ks, cs)
+    assert ".sum(" not in program.source and ".to(" not in program.source.split("def run(")[1]
 
 
 def test_one_tensor_read_by_two_block_inputs(kit):
@@ -666,17 +674,22 @@ def test_symbolic_graph_under_an_assignment_runs(kit):
 
 # -- snapshots ------------------------------------------------------------------------------------
 
-SNAPSHOT_CASES = {
-    "rmsnorm_matmul": ("rmsnorm_matmul", _llm(8, 256, 256, "W"), dict(grid=4, loop=4)),
-    "attention": ("attention", _attn(2, 24, 16, 96), dict(grid=2, loop=2)),
+SNAPSHOT_CASES: dict[str, Callable[[], KernelGraph]] = {
+    "rmsnorm_matmul": lambda: known_best("rmsnorm_matmul", _llm(8, 256, 256, "W"), grid=4,
+                                         loop=4),
+    "attention": lambda: known_best("attention", _attn(2, 24, 16, 96), grid=2, loop=2),
+    # two outputs, one summed over grid x (a combine kernel), one concatenated
+    "summed_and_concatenated": lambda: OP_CASES["summed-and-concatenated-outputs"]()[0],
+    # every pre-defined op in torch, rms_norm through the launcher's `_rms_norm`
+    "rmsnorm_matmul_unfused": lambda: get_workload("rmsnorm_matmul").with_shapes(
+        **_llm(8, 64, 48, "W")).graph,
 }
 
 
 @pytest.mark.parametrize("snap", sorted(SNAPSHOT_CASES))
 def test_generated_source_matches_snapshot(snap):
-    name, shapes, params = SNAPSHOT_CASES[snap]
-    source = generate(known_best(name, shapes, **params)).source
-    assert source == generate(known_best(name, shapes, **params)).source   # deterministic
+    source = generate(SNAPSHOT_CASES[snap]()).source
+    assert source == generate(SNAPSHOT_CASES[snap]()).source   # deterministic
     path = SNAPSHOTS / f"{snap}.py"
     if os.environ.get("PRISM_UPDATE_SNAPSHOTS") == "1":
         path.parent.mkdir(exist_ok=True)

@@ -1,5 +1,6 @@
 """Offline compilation to PTX for Hopper (sm_90), no GPU needed: every hand-fused kernel at its
-workload's default shapes, and the determinism of the location-stripped PTX.
+workload's default shapes, a split-K kernel and its combine kernel, and the determinism of the
+location-stripped PTX.
 
 Each compile runs in a subprocess (3-6 s with Triton's cache warm, most of it importing torch; up
 to 10 s cold), so each program is compiled once per module and shared. The determinism test
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from prism.frontend.builder import Block, Graph
 from prism.instantiate.codegen import TritonProgram, generate
 from prism.instantiate.triton_backend import Compiled, compile_ptx, strip_locations
 from prism.workloads import get_workload
@@ -40,12 +42,30 @@ def compiled() -> Compiler:
 @pytest.mark.parametrize("name", list(KNOWN_BEST))
 def test_known_best_compiles_for_sm90(compiled: Compiler, name: str) -> None:
     program, kernels = compiled(name)
-    assert [k.kernel for k in kernels] == [k.name for k in program.kernels]
+    assert [k.kernel for k in kernels] == [k.name for k in program.triton_kernels]
     assert len(kernels) == 1
     for k in kernels:
         assert re.search(r"^\.target\s+sm_90a?\b", k.ptx, re.MULTILINE), "not compiled for sm_90"
         assert re.search(rf"\.entry\s+{re.escape(k.kernel)}\s*\(", k.ptx), "no kernel entry"
         assert isinstance(k.shared_bytes, int) and 0 <= k.shared_bytes <= 228 * 1024
+
+
+def test_a_combine_kernel_compiles_for_sm90() -> None:
+    """X @ W with K split over 8 blocks: the kernel and the combine that adds its partial tiles
+    (fp32 in, fp16 out)."""
+    g = Graph("split_k")
+    X, W = g.input("X", (8, 1024)), g.input("W", (1024, 1024))
+    tb = Block(grid=(8, 16), forloop_range=2)
+    x, w = tb.input(X, imap=(1, -1), fmap=1), tb.input(W, imap=(0, 1), fmap=0)
+    tb.output(tb.accum(tb.matmul(x, w)), omap=(-1, 1))
+    (out,) = g.customized(tb)
+    g.output(out)
+    program = generate(g.build())
+    assert len(program.combines) == 1
+    kernels = compile_ptx(program)
+    assert [k.kernel for k in kernels] == [k.name for k in program.triton_kernels]
+    for k in kernels:
+        assert re.search(rf"\.entry\s+{re.escape(k.kernel)}\s*\(", k.ptx), "no kernel entry"
 
 
 def test_strip_locations_removes_every_location_line(compiled: Compiler) -> None:
