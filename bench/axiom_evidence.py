@@ -28,7 +28,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timeout-ms", type=int, default=5000, help="per z3 query")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args(argv[1:])
-    warnings.simplefilter("ignore", RuntimeWarning)  # random inputs hit sqrt(x < 0): nan, checked
+    warnings.simplefilter("ignore", RuntimeWarning)  # draws outside a domain give nan: checked
     chosen = [a for a in AXIOMS if not args.names or a.name in args.names]
     start = time.perf_counter()
     print(f"{'axiom':<28} {'table':>6} {'smt':>10} {'seconds':>7} {'smt inst':>8} "

@@ -7,13 +7,22 @@ both sides are well-shaped and the condition holds, then evaluate both sides in 
 number of distinct instances checked; an axiom for which no instance can be drawn fails (an
 axiom that can never fire is a bug in the table).
 
+Inputs are drawn from each op's domain (`OPERAND_DOMAINS`): a tensor whose values reach the
+operand of √, the base of a power or (through a relu) a divisor is drawn in [0.5, 2], the
+others standard normal. A value that is nan on both sides is a failure, never agreement: it
+compared nothing (an instance outside every op's domain says nothing about the identity).
+Where some tensor was drawn > 0, the instance is also evaluated on standard-normal draws, where
+both sides must be defined at the same values and agree there ((a·b)^c = a^c·b^c holds for
+positive bases only: a rewrite must not make a defined value nan); nan on both sides is
+skipped there, the values compared were the domain draw's.
+
 This is evidence, not proof; `prism.smt` proves the pointwise-algebra axioms for all reals.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,13 +30,68 @@ import numpy as np
 from prism.errors import DimExprError
 from prism.expr.axioms import Axiom
 from prism.expr.rules import Pattern, TermFacts, is_var
-from prism.expr.tensor_terms import Info, TensorAnalysis, TensorInfo, evaluate
+from prism.expr.tensor_terms import ATOM_ARGS, Info, TensorAnalysis, TensorInfo, evaluate
 from prism.expr.terms import Term
 from prism.ir.dims import evaluate as eval_dim
 from prism.ir.graph import MAX_RANK
 
 AXES = ("ga", "gb")
 DIM_POOL = (1, 6, 12)
+POSITIVE_DRAW = (0.5, 2.0)   # the range of a draw that must be > 0
+
+
+# -- op domains --------------------------------------------------------------------------------
+# What a value must be, for the ops that read it to be defined: any real, nonzero, or > 0.
+ANY, NONZERO, POSITIVE = 0, 1, 2
+
+# Operands on which an op is not defined for every real: √x needs x ≥ 0 and a^b (b any real, so
+# fractional) a ≥ 0, both drawn > 0; a / b needs b ≠ 0, rms_norm(x) a row of x ≠ 0.
+OPERAND_DOMAINS: dict[str, dict[int, int]] = {
+    "sqrt": {0: POSITIVE}, "pow": {0: POSITIVE}, "div": {1: NONZERO}, "rms_norm": {0: NONZERO},
+}
+
+# What an op's operand i must be for its value to be what `need` says. Random draws are
+# continuous, so a sum or product of nonzero values is nonzero almost surely; only relu makes
+# exact zeros. Every other op gives a positive value of positive operands and passes `need` on.
+# (mul_scalar by c ≤ 0 is the exception: its value under positive draws is ≤ 0, the draw leaves
+# the domain and shows as nan, a failure.)
+_PASSES: dict[str, Callable[[int, int], int]] = {
+    "exp": lambda i, need: ANY,                                 # e^x > 0 for every x
+    "square": lambda i, need: min(need, NONZERO),               # x² > 0 iff x ≠ 0
+    "red_ld_rms": lambda i, need: min(need, NONZERO),           # √mean(x²) > 0 iff some x ≠ 0
+    "relu": lambda i, need: POSITIVE if need else ANY,          # relu(x) ≠ 0 iff x > 0
+    "pow": lambda i, need: need if i == 0 else ANY,             # a^b > 0 for a > 0, every b
+}
+
+
+def operand_need(head: str, i: int, need: int) -> int:
+    """What operand `i` of op `head` must be, for the op to be defined there and its value to
+    be what `need` says (ANY, NONZERO or POSITIVE)."""
+    passed = _PASSES[head](i, need) if head in _PASSES else need
+    return max(passed, OPERAND_DOMAINS.get(head, {}).get(i, ANY))
+
+
+def positive_leaves(terms: Collection[Term]) -> set[str]:
+    """The tensor leaves of `terms` whose values must be drawn > 0 for every op in them to be
+    defined."""
+    found: set[str] = set()
+    seen: set[tuple[Term, int]] = set()
+
+    def walk(t: Term, need: int) -> None:
+        if (t, need) in seen:
+            return
+        seen.add((t, need))
+        if not t.args:
+            if need == POSITIVE:
+                found.add(t.head)
+            return
+        atoms = ATOM_ARGS.get(t.head, {})   # dim indices, axis names, scalars: no values
+        for i, a in enumerate(t.args):
+            if i not in atoms:
+                walk(a, operand_need(t.head, i, need))
+    for t in terms:
+        walk(t, ANY)
+    return found
 
 
 @dataclass(frozen=True)
@@ -70,8 +134,13 @@ def random_evidence(ax: Axiom, *, instances: int = 10, attempts: int = 2000, see
         if sizes is None:
             continue
         seen.add(key)
-        inputs = {v[1:]: rng.standard_normal(s) for v, s in shapes.items()}
+        positive = positive_leaves((left, right))
+        inputs = {v[1:]: rng.uniform(*POSITIVE_DRAW, s) if v[1:] in positive else
+                  rng.standard_normal(s) for v, s in shapes.items()}
         problem = _compare(left, right, inputs, sizes)
+        if not problem and positive:  # the whole reals: defined on the same values, and equal
+            reals = {v[1:]: rng.standard_normal(s) for v, s in shapes.items()}
+            problem = _compare(left, right, reals, sizes, domain=False)
         if problem:
             failures.append(f"{left} vs {right} at sizes {sizes}: {problem}")
         found += 1
@@ -146,11 +215,14 @@ def _size_choices(rng: np.random.Generator) -> Iterator[tuple[int, ...]]:
         yield tuple(int(x) for x in rng.choice((1, 2, 3), size=len(AXES)))
 
 
-def _compare(left: Term, right: Term, inputs: dict[str, np.ndarray], sizes: dict[str, int]
-             ) -> str:
+def _compare(left: Term, right: Term, inputs: dict[str, np.ndarray], sizes: dict[str, int],
+             domain: bool = True) -> str:
+    """A failure, or "": in a `domain` draw every value is compared and nan agrees with nothing;
+    else (draws on the whole reals) nan on both sides is skipped, nan on one side fails."""
     try:
-        a = evaluate(left, inputs, sizes)
-        b = evaluate(right, inputs, sizes)
+        with np.errstate(invalid="ignore", divide="ignore"):   # nan and inf are checked below
+            a = evaluate(left, inputs, sizes)
+            b = evaluate(right, inputs, sizes)
     except Exception as e:  # an instance the analysis accepted but numpy cannot evaluate
         return f"evaluation failed: {type(e).__name__}: {e}"
     if set(a.axes) != set(b.axes):
@@ -159,8 +231,14 @@ def _compare(left: Term, right: Term, inputs: dict[str, np.ndarray], sizes: dict
     if x.shape != y.shape:
         return f"different shapes {x.shape} vs {y.shape}"
     with np.errstate(invalid="ignore"):
-        close = np.isclose(x, y, rtol=1e-9, atol=1e-9, equal_nan=True)
+        close = np.isclose(x, y, rtol=1e-9, atol=1e-9)   # nan is close to nothing
+    if not domain:
+        close |= np.isnan(x) & np.isnan(y)
     if not close.all():
-        i = np.unravel_index(int(np.argmin(close)), x.shape)
-        return f"values differ at {i}: {x[i]} vs {y[i]}"
+        i = tuple(int(j) for j in np.unravel_index(int(np.argmin(close)), x.shape))
+        if np.isnan(x[i]) and np.isnan(y[i]):
+            return (f"nan on both sides at {i}: the draw left an op's domain, and nan is no "
+                    "agreement")
+        where = "" if domain else " on standard-normal inputs"
+        return f"values differ at {i}{where}: {x[i]} vs {y[i]}"
     return ""

@@ -16,7 +16,8 @@ range? The answer is a value — `Proved(steps)`, `Refuted(counterexample)`, `Un
    a concrete candidate that fails so is tried with its sizes known.
 4. Without a proof, random testing decides between `Refuted` (a counterexample) and `Unknown`
    (the limits were reached, or the axioms could not show it; random tests found no difference,
-   or could not run: no assignment of the candidate's sizes it tried is well-formed).
+   or could not run: no assignment of the candidate's sizes it tried is well-formed, or could
+   not compare: nan on both sides, which is neither agreement nor a difference).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
         env = _small_assignment(candidate)
         if env is not None:
             quick = random_test(target, candidate, assignments=[env], trials=1)
-            if not quick.equal:
+            if quick.found_difference:
                 cex = quick.counterexample.to_json() if quick.counterexample else None
                 return Verdict("not_equivalent", quick.method, clock(), counterexample=cex,
                                reason=f"random testing at {env or 'its sizes'} found a "
@@ -169,13 +170,14 @@ def _fallback(target: KernelGraph, candidate: KernelGraph, clock: _Clock, notes:
     except VerifyError as e:  # no assignment it tried makes the candidate well-formed
         return Verdict("unknown", "e-graph", clock(),
                        reason=f"no proof: {why}; random testing could not run: {e}")
-    if not result.equal:
+    if result.found_difference:
         cex = result.counterexample.to_json() if result.counterexample else None
         return Verdict("not_equivalent", result.method, clock(), counterexample=cex,
                        reason=f"no proof ({why}); random testing found a difference")
+    found = "found no difference" if result.equal else f"could not compare: {result.reason}"
     return Verdict("unknown", "e-graph", clock(),
                    reason=f"no proof: {why}; random testing ({result.method}, "
-                          f"{result.trials} trial(s)) found no difference")
+                          f"{result.trials} trial(s)) {found}")
 
 
 def _small_assignment(candidate: KernelGraph) -> dict[str, int] | None:

@@ -1,14 +1,23 @@
 """Random testing: the independent cross-check of the equivalence verifier (DESIGN.md §1).
 
-    random_test(target, candidate)     # float64 on standard-normal inputs, up to rtol
+    random_test(target, candidate)     # float64 on inputs from each op's domain, up to rtol
     modular_test(target, candidate)    # Mirage's Z_167 × Z_83 fingerprints, exactly
 
 Both run the two graphs with `prism.ir.interpret` on the same random inputs, `trials` times, and
 compare every output. A candidate with free variables (grid sizes, loop ranges, map bits) runs
 under each of a few concrete assignments — given, or found by `valid_assignments` — so one call
 checks several members of its family. The answer is a `RandomTestResult` value; on a difference
-it carries a `Counterexample` that reproduces it (the inputs are `float_inputs(shapes, seed)` or
-`modular.random_inputs(shapes, seed)`).
+it carries a `Counterexample` that reproduces it (the inputs are `float_inputs(shapes, seed,
+positive)` or `modular.random_inputs(shapes, seed)`).
+
+Float64 inputs come from each op's domain (`prism.expr.evidence.OPERAND_DOMAINS`): an input whose
+values reach √'s operand, a power's base or (through a relu) a divisor, in either graph, is drawn
+in [0.5, 2]; the others are standard normal. nan on both sides is never agreement: it is not a
+difference either (`RandomTestResult.found_difference` is False), so `equal` is False with the
+reason, and the verifier claims neither way on it. When some input is drawn > 0, one more trial
+(seed `seed + trials`) draws every input standard normal and looks for a difference only: a
+value one graph defines and the other does not ((a·b)^c against a^c·b^c), or defined values
+that differ.
 
 Graphs that cannot be compared (different numbers of inputs or outputs, different input shapes, a
 target with free variables) raise `VerifyError`; an output of a different shape is a difference.
@@ -19,14 +28,15 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from prism.errors import DimExprError, VerifyError
+from prism.expr.evidence import ANY, POSITIVE, POSITIVE_DRAW, operand_need
 from prism.ir.dims import Dim, evaluate
-from prism.ir.graph import KernelGraph, Map, Shape
+from prism.ir.graph import KernelGraph, Map, Op, Shape
 from prism.ir.interpret import interpret
 from prism.ir.semantics import FLOAT64, Semantics
 from prism.ir.spec import problems
@@ -42,9 +52,11 @@ ENUMERATION_BUDGET = 2048   # assignments tried exhaustively; beyond this, a see
 
 @dataclass(frozen=True)
 class Counterexample:
-    """Where two graphs differ: under `assignment`, on the inputs drawn with `seed`, output
-    `output` differs first at `index` (`target` vs `candidate` there), in `mismatches` elements.
-    Float64 tests also give the largest absolute difference and that over max |target|."""
+    """Where two graphs differ: under `assignment`, on the inputs drawn with `seed` (inputs
+    `positive` drawn > 0), output `output` differs first at `index` (`target` vs `candidate`
+    there), in `mismatches` elements. Float64 tests also give the largest absolute difference and
+    that over max |target|. Both values nan: no difference was found, and none can be claimed,
+    but the two did not agree there either (`both_nan`)."""
 
     assignment: Assignment
     seed: int
@@ -55,13 +67,18 @@ class Counterexample:
     mismatches: int
     max_abs_diff: float | None = None
     max_rel_err: float | None = None
+    positive: tuple[int, ...] = ()
+
+    @property
+    def both_nan(self) -> bool:
+        return all(isinstance(v, float) and math.isnan(v) for v in (self.target, self.candidate))
 
     def to_json(self) -> dict[str, Any]:
         return {"assignment": dict(self.assignment), "seed": self.seed, "output": self.output,
                 "index": list(self.index), "target": _json_number(self.target),
                 "candidate": _json_number(self.candidate), "mismatches": self.mismatches,
                 "max_abs_diff": _json_number(self.max_abs_diff),
-                "max_rel_err": _json_number(self.max_rel_err)}
+                "max_rel_err": _json_number(self.max_rel_err), "positive": list(self.positive)}
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,13 @@ class RandomTestResult:
     assignments: tuple[Assignment, ...]  # the assignments run, in order
     counterexample: Counterexample | None = None
     reason: str = ""
+
+    @property
+    def found_difference(self) -> bool:
+        """Not equal, and shown so: values that differ, or outputs of different shapes (not
+        only nan on both sides)."""
+        return not self.equal and not (self.counterexample is not None and
+                                       self.counterexample.both_nan)
 
     def to_json(self) -> dict[str, Any]:
         return {"equal": self.equal, "method": self.method, "trials": self.trials,
@@ -103,29 +127,43 @@ class _Diff:
 class _Method:
     name: str
     semantics: Semantics
-    draw: Callable[[Shapes, int], list[np.ndarray]]
+    draw: Callable[[Shapes, int, Sequence[int]], list[np.ndarray]]
     compare: Callable[[np.ndarray, np.ndarray], _Diff | None]
+    domains: bool = True      # draws inputs from the ops' domains (`positive_inputs`)
 
 
-def float_inputs(shapes: Shapes, seed: int = 0) -> list[np.ndarray]:
-    """Standard-normal float64 arrays, reproducible from `seed`; an exact 0 becomes 1."""
+def float_inputs(shapes: Shapes, seed: int = 0, positive: Sequence[int] = ()
+                 ) -> list[np.ndarray]:
+    """Float64 arrays reproducible from `seed`: the inputs in `positive` (by position) uniform
+    in [0.5, 2], the others standard normal with an exact 0 made 1."""
     rng = np.random.default_rng(seed)
-    return [np.where(a == 0.0, 1.0, a) for a in (rng.standard_normal(s) for s in shapes)]
+    out = []
+    for i, shape in enumerate(shapes):
+        if i in positive:
+            out.append(rng.uniform(*POSITIVE_DRAW, shape))
+        else:
+            a = rng.standard_normal(shape)
+            out.append(np.where(a == 0.0, 1.0, a))
+    return out
 
 
 def _float_diff(rtol: float) -> Callable[[np.ndarray, np.ndarray], _Diff | None]:
-    """Close where |candidate − target| ≤ rtol · max |target| (or both are the same inf/nan)."""
+    """Close where |candidate − target| ≤ rtol · max |target|, or both are the same inf; nan
+    agrees with nothing. The first index reported is a real difference where there is one,
+    else a nan on both sides."""
     def compare(want: np.ndarray, got: np.ndarray) -> _Diff | None:
         finite = np.isfinite(want) & np.isfinite(got)
         scale = float(np.abs(want[finite]).max()) if finite.any() else 0.0
         scale = max(scale, float(np.finfo(np.float64).tiny))
         abs_diff = np.where(finite, np.abs(got - want), np.inf)
-        same_special = ~finite & ((want == got) | (np.isnan(want) & np.isnan(got)))
-        bad = (abs_diff > rtol * scale) & ~same_special
+        same_inf = np.isinf(want) & (want == got)
+        bad = (abs_diff > rtol * scale) & ~same_inf
         if not bad.any():
             return None
-        worst = float(abs_diff[bad].max())
-        return _Diff(_first(bad), int(bad.sum()), worst, worst / scale)
+        differ = bad & ~(np.isnan(want) & np.isnan(got))
+        shown = differ if differ.any() else bad
+        worst = float(abs_diff[shown].max())
+        return _Diff(_first(shown), int(bad.sum()), worst, worst / scale)
     return compare
 
 
@@ -154,7 +192,9 @@ def modular_test(target: KernelGraph, candidate: KernelGraph, *,
                  seed: int = 0) -> RandomTestResult:
     """The same with Mirage's fingerprint arithmetic (`prism.verify.modular`), compared exactly.
     Sound and nearly complete for LAX programs; a heuristic beyond them (see that module)."""
-    method = _Method("random-modular", modular.MODULAR, modular.random_inputs, _exact_diff)
+    method = _Method("random-modular", modular.MODULAR,
+                     lambda shapes, seed, positive: modular.random_inputs(shapes, seed),
+                     _exact_diff, domains=False)
     return _run(method, target, candidate, assignments, trials, seed)
 
 
@@ -171,47 +211,102 @@ def _run(method: _Method, target: KernelGraph, candidate: KernelGraph,
                           f"{_label(candidate, 'candidate')} well-formed; pass assignments=")
     for env in envs:
         _same_input_shapes(candidate, env, shapes)
+    positive = tuple(sorted(positive_inputs(target) | positive_inputs(candidate))) \
+        if method.domains else ()
+    # Each trial draws from the domains; where some input is drawn > 0, one more trial draws
+    # every input standard normal, where only a difference counts: a value that one graph
+    # defines and the other does not, or two defined values that differ (nan on both sides
+    # compares nothing there).
+    draws = [(seed + t, positive) for t in range(trials)]
+    draws += [(seed + trials, ())] if positive else []
     tested: list[Assignment] = []
-    for trial in range(trials):
-        trial_seed = seed + trial
-        arrays = method.draw(shapes, trial_seed)
+    undecided: RandomTestResult | None = None   # the first nan on both sides, if no difference
+    for trial_seed, drawn_positive in draws:
+        arrays = method.draw(shapes, trial_seed, drawn_positive)
         want = _quietly(target, arrays, {}, method.semantics)
         for env in envs:
             key = _key(env)
             if key not in tested:
                 tested.append(key)
             got = _quietly(candidate, arrays, env, method.semantics)
-            failed = _compare_outputs(method, want, got, key, trial_seed, trials, tested)
-            if failed is not None:
+            failed = _compare_outputs(method, want, got, key, trial_seed, trials, tested,
+                                      drawn_positive)
+            if failed is not None and failed.found_difference:
                 return failed
+            if drawn_positive == positive:
+                undecided = undecided or failed
+    if undecided is not None:
+        return replace(undecided, assignments=tuple(tested))
     return RandomTestResult(True, method.name, trials, tuple(tested))
 
 
 def _quietly(graph: KernelGraph, arrays: list[np.ndarray], env: Mapping[str, int],
              semantics: Semantics) -> list[np.ndarray]:
-    """`interpret` without NumPy's warnings: random inputs do reach √(x < 0) or 1/0, and the
-    comparison treats the same nan or inf in both outputs as equal."""
+    """`interpret` without NumPy's warnings: a draw may still leave an op's domain (a negative
+    scalar before a √, a near-zero divisor), and the comparison reports the nan or inf."""
     with np.errstate(all="ignore"):
         return interpret(graph, *arrays, assignment=env, semantics=semantics)
 
 
 def _compare_outputs(method: _Method, want: list[np.ndarray], got: list[np.ndarray],
-                     env: Assignment, seed: int, trials: int,
-                     tested: list[Assignment]) -> RandomTestResult | None:
+                     env: Assignment, seed: int, trials: int, tested: list[Assignment],
+                     positive: tuple[int, ...]) -> RandomTestResult | None:
+    """The first output that differs, else the first with nan on both sides, else None."""
+    undecided = None
     for i, (w, g) in enumerate(zip(want, got, strict=True)):
         if w.shape != g.shape:
             reason = (f"output {i} has shape {g.shape} in the candidate, {w.shape} in the target"
                       f"{_under(env)}")
             return RandomTestResult(False, method.name, trials, tuple(tested), reason=reason)
         diff = method.compare(w, g)
-        if diff is not None:
-            cex = Counterexample(env, seed, i, diff.index, w[diff.index].item(),
-                                 g[diff.index].item(), diff.mismatches, diff.max_abs_diff,
-                                 diff.max_rel_err)
-            reason = (f"output {i} differs at index {list(diff.index)} in {diff.mismatches} "
-                      f"element(s){_under(env)} (inputs seed {seed})")
-            return RandomTestResult(False, method.name, trials, tuple(tested), cex, reason)
-    return None
+        if diff is None:
+            continue
+        cex = Counterexample(env, seed, i, diff.index, w[diff.index].item(),
+                             g[diff.index].item(), diff.mismatches, diff.max_abs_diff,
+                             diff.max_rel_err, positive)
+        if cex.both_nan:
+            reason = (f"output {i} is nan in both graphs at index {list(diff.index)}{_under(env)}"
+                      f" (inputs seed {seed}): the draw left an op's domain, and nan is no "
+                      "agreement (nor a difference)")
+            undecided = undecided or RandomTestResult(False, method.name, trials, tuple(tested),
+                                                      cex, reason)
+            continue
+        reason = (f"output {i} differs at index {list(diff.index)} in {diff.mismatches} "
+                  f"element(s){_under(env)} (inputs seed {seed})")
+        return RandomTestResult(False, method.name, trials, tuple(tested), cex, reason)
+    return undecided
+
+
+# -- each op's domain ------------------------------------------------------------------------------
+
+def positive_inputs(graph: KernelGraph) -> set[int]:
+    """The inputs of `graph` (by position) to draw > 0, so that every op is defined at its
+    operands: walked back from each operand's domain (`prism.expr.evidence.operand_need`)
+    through the ops between, block graphs included (block input i reads custom-op input i,
+    block output i writes custom-op output i)."""
+    need: dict[str, int] = {}
+    for op in reversed(graph.ops):
+        if op.kind == "customized" and op.block is not None:
+            bg = op.block
+            tiles: dict[str, int] = {}
+            for out, bop in zip(op.outputs, bg.output_ops, strict=False):
+                tiles[bop.inputs[0]] = max(tiles.get(bop.inputs[0], ANY), need.get(out, ANY))
+            _walk_back(bg.ops, tiles)
+            for src, bop in zip(op.inputs, bg.input_ops, strict=False):
+                need[src] = max(need.get(src, ANY), tiles.get(bop.outputs[0], ANY))
+        elif op.kind not in ("input", "output"):
+            _walk_back((op,), need)
+    return {i for i, t in enumerate(graph.inputs) if need.get(t, ANY) == POSITIVE}
+
+
+def _walk_back(ops: Sequence[Op], need: dict[str, int]) -> None:
+    """Each compute op's operands' needs, from its value's need, last op first."""
+    for op in reversed(ops):
+        if op.kind in ("input", "output") or not op.outputs:
+            continue
+        value = need.get(op.outputs[0], ANY)
+        for i, t in enumerate(op.inputs):
+            need[t] = max(need.get(t, ANY), operand_need(op.kind, i, value))
 
 
 def _under(env: Assignment) -> str:

@@ -249,3 +249,24 @@ def test_a_row_with_two_ones_is_invalid_beside_map_bits():
     verdict = verify(rmsnorm_target(), bad)
     assert verdict.verdict == "invalid" and verdict.method == "spec", verdict.reason
     assert "parallel dim 0 splits 2 data dims" in verdict.reason
+
+
+def test_a_wrong_candidate_behind_a_sqrt_is_refuted_and_nan_is_no_agreement():
+    # Σ√x and twice it: on standard-normal draws both are nan in every row (a row of 64 has a
+    # negative), which random testing once took for agreement; drawn from √'s domain they
+    # differ. √(−x²) against twice it: nan at every draw, so no claim either way.
+    def graph(name, body):
+        g = Graph(name)
+        g.output(body(g, g.input("X", (4, 64))))
+        return g.build()
+    sum_sqrt = graph("sum_sqrt", lambda g, X: g.sum(g.sqrt(X), -1))
+    twice = graph("twice", lambda g, X: g.mul_scalar(g.sum(g.sqrt(X), -1), 2.0))
+    verdict = verify(sum_sqrt, twice)
+    assert verdict.verdict == "not_equivalent", verdict.reason
+    cex = verdict.counterexample
+    assert cex is not None and cex["candidate"] == pytest.approx(2 * cex["target"], rel=1e-12)
+
+    def neg(g, X):
+        return g.sqrt(g.mul_scalar(g.square(X), -1.0))
+    verdict = verify(graph("nan", neg), graph("nan2", lambda g, X: g.mul_scalar(neg(g, X), 2.0)))
+    assert verdict.verdict == "unknown" and "nan in both graphs" in verdict.reason

@@ -169,11 +169,56 @@ def test_explicit_assignments_are_the_ones_run() -> None:
     assert result.assignments == ((("F", 8), ("gx", 2)), (("F", 2), ("gx", 32)))
 
 
-def test_nan_where_both_have_nan_is_equal() -> None:
-    g = kernel("sqrt", {"X": (4, 8)}, lambda g, X: g.sqrt(X))   # half the inputs are negative
+def test_inputs_reaching_sqrt_are_drawn_from_its_domain() -> None:
+    # Σ √x over rows of 64 and twice that: wrong wherever it is defined. On standard-normal
+    # draws every row has a negative, so both sides are nan everywhere (numpy, float64, is the
+    # oracle): a test that counted nan as agreement found them equal.
+    target = kernel("sum_sqrt", {"X": (4, 64)}, lambda g, X: g.sum(g.sqrt(X), -1))
+    twice = kernel("twice", {"X": (4, 64)}, lambda g, X: g.mul_scalar(g.sum(g.sqrt(X), -1), 2.0))
     with np.errstate(invalid="ignore"):
-        assert np.isnan(interpret(g, float_inputs([(4, 8)])[0])[0]).any()
-    assert random_test(g, g).equal
+        assert all(np.isnan(np.sum(np.sqrt(float_inputs([(4, 64)], s)[0]), -1)).all()
+                   for s in range(3))
+    assert randomized.positive_inputs(target) == {0}
+    result = random_test(target, twice)
+    assert result.found_difference and not result.equal, result.reason
+    cex = result.counterexample
+    assert cex is not None and cex.positive == (0,)
+    (x,) = float_inputs([(4, 64)], cex.seed, cex.positive)
+    want = np.sum(np.sqrt(x), -1)[cex.index[0]]
+    assert cex.target == pytest.approx(want, rel=1e-12)
+    assert cex.candidate == pytest.approx(2 * want, rel=1e-12)
+
+
+def test_domains_pass_through_ops_and_block_graphs() -> None:
+    # √ of X + e^Y: X drawn > 0, not Y (e^y > 0 for every y); W / relu(V): V drawn > 0 (relu
+    # makes a zero of every V ≤ 0); √(Z²): no constraint (z² ≥ 0)
+    g = kernel("domains", {"X": (4, 8), "Y": (4, 8), "W": (4, 8), "V": (4, 8), "Z": (4, 8)},
+               lambda g, X, Y, W, V, Z: g.add(g.add(g.sqrt(g.add(X, g.exp(Y))),
+                                                    g.div(W, g.relu(V))),
+                                              g.sqrt(g.square(Z))))
+    assert randomized.positive_inputs(g) == {0, 3}
+    # through a custom kernel: the block input of X reaches a √ after the loop
+    def body(tb: Block, X: Tensor) -> None:
+        tb.output(tb.sqrt(tb.accum(tb.input(X, imap=(0,), fmap=1))), omap=(0,))
+    assert randomized.positive_inputs(fused("block", {"X": (8, 16)}, (2,), 2, body)) == {0}
+    # rms_norm and red_ld_rms are defined for every real row
+    assert randomized.positive_inputs(symbolic_rmsnorm()) == set()
+
+
+def test_nan_on_both_sides_is_never_agreement() -> None:
+    # √(−x²) is nan at every x ≠ 0: no draw is in its domain, and twice it cannot be told from
+    # it; random testing says neither "equal" nor "differs"
+    def sqrt_neg(g: Graph, X: Tensor) -> Tensor:
+        return g.sqrt(g.mul_scalar(g.square(X), -1.0))
+    target = kernel("nan", {"X": (4, 8)}, sqrt_neg)
+    twice = kernel("nan2", {"X": (4, 8)}, lambda g, X: g.mul_scalar(sqrt_neg(g, X), 2.0))
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(interpret(target, *float_inputs([(4, 8)], 0, (0,)))[0]).all()
+    for other in (target, twice):
+        result = random_test(target, other)
+        assert not result.equal and not result.found_difference
+        assert result.counterexample is not None and result.counterexample.both_nan
+        assert "nan" in result.reason
 
 
 # -- float64: Mirage's corpus ----------------------------------------------------------------------
@@ -479,3 +524,21 @@ def test_sampled_assignments_are_deterministic(monkeypatch: pytest.MonkeyPatch) 
         assert envs and envs == valid_assignments(g, limit=4, seed=seed)
         for env in envs:
             check(g, env)
+
+
+def test_a_difference_outside_the_domain_is_still_found() -> None:
+    # (A·B)^C and A^C·B^C agree for positive bases, the domain draws; on standard-normal ones
+    # the first is defined where A·B > 0 and the second is nan where A < 0 (numpy's oracle)
+    shapes = {"A": (4, 8), "B": (4, 8), "C": (4, 8)}
+    target = kernel("pow", shapes, lambda g, A, B, C: g.pow(g.mul(A, B), C))
+    split = kernel("pow2", shapes, lambda g, A, B, C: g.mul(g.pow(A, C), g.pow(B, C)))
+    assert randomized.positive_inputs(target) | randomized.positive_inputs(split) == {0, 1}
+    result = random_test(target, split)
+    assert result.found_difference, result.reason
+    cex = result.counterexample
+    assert cex is not None and cex.positive == () and cex.seed == result.trials
+    a, b, c = float_inputs(list(shapes.values()), cex.seed)
+    with np.errstate(invalid="ignore"):
+        want, got = np.power(a * b, c)[cex.index], (np.power(a, c) * np.power(b, c))[cex.index]
+    assert np.isnan(got) != np.isnan(want)
+    assert np.isnan(cex.candidate) == np.isnan(got)
