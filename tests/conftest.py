@@ -9,10 +9,20 @@ import types
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from prism.frontend.workload import Workload
 from prism.search import SearchConfig, SearchResult, search
 from prism.workloads import get_workload
+
+# Property tests run the same examples on every run: a fixed seed, no example database, no
+# deadline (the machine is shared). `pytest --hypothesis-profile=thorough` draws fresh random
+# examples, twenty times as many, and prints how to replay a failure.
+settings.register_profile("deterministic", derandomize=True, database=None, deadline=None,
+                          max_examples=100)
+settings.register_profile("thorough", derandomize=False, deadline=None, max_examples=2000,
+                          print_blob=True)
+settings.load_profile("deterministic")
 
 # The external Mirage μGraph corpus lives in the shared folder beside the repository.
 MIRAGE_CORPUS = Path(__file__).resolve().parents[1].parent / "shared/external/mirage_mugraphs"

@@ -1,17 +1,44 @@
 """Dimension expressions: the sizes of symbolic tiles, grids and loops.
 
-A `Dim` is an immutable value in a canonical form, so structural equality is semantic equality
-for everything the normal form decides:
+A `Dim` is an immutable value in a normal form, so structural equality (and the hash) is
+equality of the normal form:
 
-    Dim   = Σ coef · monomial             (a polynomial with integer coefficients)
-    monomial = Π atom^power               (atoms sorted, powers ≥ 1)
-    atom  = var | bit | (Dim ÷ Dim)       (a quotient that did not simplify)
+    Dim      = Σ coef · monomial          (integer coefficients, like terms merged, none zero)
+    monomial = Π atom^power               (atoms ordered, powers ≥ 1, a bit's power 1)
+    atom     = var | bit | (Dim ÷ Dim)    (an exact quotient that did not simplify)
 
 `bit` variables are the 0/1 map variables m[T,d,p]; `bit·bit = bit` is applied on construction,
 so the tile formula `D / ((1 − m + m·g) · (1 − f + f·F))` collapses to `D / (g·F)` when the bits
-are 1 and to `D` when they are 0. Quotients cancel what they can: `c·x / c = x`, `(D ÷ g)·g = D`,
-`x ÷ x = 1`, `x ÷ 1 = x`, and constant quotients fold when exact. Evaluation insists that every
-quotient divides exactly: a tile size is an integer or the assignment is invalid.
+are 1 and to `D` when they are 0. Evaluation insists that every quotient divides exactly: a tile
+size is an integer or the assignment is invalid.
+
+Every constructor ends in one normaliser, `Dim(terms)`, which rewrites until no rule applies, so a
+Dim rebuilt from its own terms (its JSON, a substitution of nothing) is the same Dim. Each rule
+keeps the value and the condition that every quotient divides; only a quotient that cancels
+completely drops its condition (a tile times its split factor is the whole dim). With
+`d = c·N` a monomial (c > 0 an integer, N a product of atoms) and `a`, `b` monomials:
+
+    a·x + b·x = (a + b)·x;  0·x vanishes;  m·m = m                     (a polynomial)
+    k·M·(n ÷ d) = (k div c)·(M/N)·n + (k mod c)·M·(n ÷ d)   if N | M   (cancellation)
+    (a·P) ÷ (b·P) = a ÷ b   for a non-constant P                       (a common factor)
+    (k·n) ÷ (k·d) = n ÷ d   for an integer or a plain variable k       (lowest terms)
+    (q·d + r) ÷ d = q + r ÷ d,  r's coefficients 0..c−1 where N divides (the remainder)
+    n ÷ 1 = n;  0 ÷ d = 0
+and, where n and d are polynomials in variables and bits (no quotient inside):
+    n ÷ (−d) = (−n) ÷ d;  (−n) ÷ d = −(n ÷ d)     (the last term of d, and of n where N does
+                                                    not divide it, positive)
+    r ÷ c = k·(r′ ÷ c) − (k·r′ − r)/c   with r′ = u·r mod c least over the units u mod c, k = 1/u
+
+Plain variables are sizes, positive, so cancelling them keeps `d | n`; bits may be 0, and a
+quotient by a bit does not cancel in a product (`m·(x ÷ m)` stays: with `m·m = m` the result
+would depend on the order of the products). So polynomials in variables and bits are equal
+exactly when their functions are, and a quotient `n ÷ d` of such polynomials, d a monomial,
+equals another exactly when both value and divisibility do (`D/2 + F/2` asks more than
+`(D + F)/2`: they are different Dims). What the rules do not decide:
+a quotient by a sum is an atom that cancels only a monomial multiple of its denominator
+(`(g·D + D) ÷ (g + 1)` stays); and a term with several quotients is rewritten by the first that
+cancels, in atom order, so such products can depend on the order they are formed in:
+`(2·(D÷2))·(F÷2) = D·(F÷2)` but `(2·(F÷2))·(D÷2) = F·(D÷2)`, equal in value, distinct as Dims.
 
 JSON form: an int; `"name"` (a variable); `["bit", "name"]`; `["+", a, b, ...]`;
 `["*", a, b, ...]`; `["/", a, b]`.
@@ -19,6 +46,7 @@ JSON form: an int; `"name"` (a variable); `["bit", "name"]`; `["+", a, b, ...]`;
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Union
 
@@ -26,6 +54,7 @@ from prism.errors import DimExprError
 
 DimLike = Union["Dim", int, str]
 Monomial = tuple[tuple["Atom", int], ...]
+Term = tuple[Monomial, int]
 
 _MAX_JSON_DEPTH = 64
 
@@ -44,6 +73,11 @@ class Atom:
             self.key = ("?" if is_bit else "") + name
         self._hash = hash(self.key)
 
+    @property
+    def is_plain(self) -> bool:
+        """A size variable: positive, so it cancels from both sides of a quotient."""
+        return self.num is None and not self.is_bit
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Atom) and self.key == other.key
 
@@ -55,18 +89,18 @@ class Atom:
 
 
 class Dim:
-    """A canonical polynomial over atoms. Build with `dim()`, `var()`, `bit()` and operators."""
+    """A polynomial over atoms in normal form. Build with `dim()`, `var()`, `bit()` and
+    operators; `Dim(terms)` normalises any terms it is given."""
 
     __slots__ = ("_hash", "key", "terms")
 
-    def __init__(self, terms: Mapping[Monomial, int]):
-        items = sorted(((m, c) for m, c in terms.items() if c != 0),
-                       key=lambda mc: _mono_key(mc[0]))
-        self.terms: tuple[tuple[Monomial, int], ...] = tuple(items)
+    def __init__(self, terms: Mapping[Monomial, int] | Iterable[Term]):
+        pairs = terms.items() if isinstance(terms, Mapping) else terms
+        self.terms: tuple[Term, ...] = tuple(sorted(_normalise(pairs).items(),
+                                                    key=lambda mc: _mono_key(mc[0])))
         self.key = " + ".join(f"{c}*{_mono_key(m)}" for m, c in self.terms) or "0"
         # A constant hashes like its int, because it compares equal to it.
-        self._hash = hash(self.terms[0][1] if self.terms and not self.terms[0][0] and len(
-            self.terms) == 1 else 0 if not self.terms else self.key)
+        self._hash = hash(self.value if self.is_const else self.key)
 
     # -- structure ---------------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
@@ -127,7 +161,10 @@ class Dim:
             return "0"
         parts = []
         for i, (mono, coef) in enumerate(self.terms):
-            body = "*".join(_atom_str(a) + (f"^{p}" if p > 1 else "") for a, p in mono)
+            # A quotient among other factors is bracketed: 2*(m/2) is not 2*m/2.
+            alone = len(mono) == 1 and mono[0][1] == 1 and abs(coef) == 1
+            body = "*".join((_atom_str(a) if alone or a.num is None else f"({_atom_str(a)})")
+                            + (f"^{p}" if p > 1 else "") for a, p in mono)
             mag = abs(coef)
             text = (str(mag) if not body else body if mag == 1 else f"{mag}*{body}")
             sign = "-" if coef < 0 else "+"
@@ -155,24 +192,118 @@ def _is_simple(d: Dim) -> bool:
     return len(d.terms) <= 1 and (not d.terms or d.terms[0][1] > 0)
 
 
+# -- the normal form -----------------------------------------------------------------------------
+
+def _normalise(terms: Iterable[Term]) -> dict[Monomial, int]:
+    """Merge like terms and cancel quotients until no rule applies. A term that cancels may
+    merge with another into one that cancels again: 2·(m÷2) from m÷2 + m÷2 is m."""
+    out: dict[Monomial, int] = {}
+    pending = list(terms)
+    while pending:
+        mono, coef = pending.pop()
+        coef += out.pop(mono, 0)
+        if coef == 0:
+            continue
+        rewritten = _cancel(mono, coef)
+        if rewritten is None:
+            out[mono] = coef
+        else:
+            pending += rewritten
+    return out
+
+
+def _cancel(mono: Monomial, coef: int) -> list[Term] | None:
+    """The term coef·mono rewritten by the first quotient of it that cancels, or None."""
+    for atom, _ in mono:
+        den = _single_term(atom.den) if atom.num is not None and atom.den is not None else None
+        if atom.num is None or den is None or den[1] <= 0:
+            continue
+        den_mono, c = den
+        if any(a.is_bit for a, _ in den_mono):
+            continue   # m·(x ÷ m) stays: with m·m = m, cancelling would depend on the order
+        others = _mono_divide(mono, ((atom, 1),))
+        rest = _mono_divide(others, den_mono) if others is not None else None
+        if rest is None:
+            continue
+        q, r = divmod(coef, c)
+        if q:   # k·M·(n ÷ c·N) = (k div c)·(M/N)·n + (k mod c)·M·(n ÷ c·N)
+            return [(mono, r)] * bool(r) + [(_mono_mul(rest, m), q * k) for m, k in atom.num.terms]
+    return None
+
+
+def _single_term(d: Dim) -> Term | None:
+    return d.terms[0] if len(d.terms) == 1 else None
+
+
+def _mono_mul(m1: Monomial, m2: Monomial) -> Monomial:
+    powers = dict(m1)
+    for atom, p in m2:
+        powers[atom] = 1 if atom.is_bit else powers.get(atom, 0) + p
+    return tuple(sorted(powers.items()))
+
+
+def _mono_divide(big: Monomial, small: Monomial) -> Monomial | None:
+    """big / small, or None when small does not divide big."""
+    powers = dict(big)
+    for atom, p in small:
+        left = powers.get(atom, 0) - p
+        if left < 0:
+            return None
+        if left:
+            powers[atom] = left
+        else:
+            del powers[atom]
+    return tuple(sorted(powers.items()))
+
+
+def _scale_down(d: Dim, k: int, mono: Monomial) -> Dim:
+    """d / (k·mono), for a k and a mono that divide every term."""
+    out = []
+    for m, c in d.terms:
+        left = _mono_divide(m, mono)
+        assert left is not None and c % k == 0
+        out.append((left, c // k))
+    return Dim(out)
+
+
+def _common_plain(terms: Iterable[Term]) -> Monomial:
+    """The largest product of plain variables dividing every term."""
+    common: dict[Atom, int] | None = None
+    for mono, _ in terms:
+        powers = {a: p for a, p in mono if a.is_plain}
+        common = powers if common is None else {
+            a: min(p, powers[a]) for a, p in common.items() if a in powers}
+    return tuple(sorted((common or {}).items()))
+
+
+def _content(d: Dim) -> tuple[int, Monomial, Dim]:
+    """d = k·M·P: the integer content k, the common plain monomial M and the primitive part P
+    (for a polynomial, k takes the sign that leaves P's last term positive)."""
+    k, mono = math.gcd(*(c for _, c in d.terms)), _common_plain(d.terms)
+    primitive = _scale_down(d, k, mono)
+    if _is_polynomial(primitive.terms) and primitive.terms[-1][1] < 0:
+        k, primitive = -k, mul(-1, primitive)
+    return k, mono, primitive
+
+
 # -- constructors ------------------------------------------------------------------------------
 
 def const(n: int) -> Dim:
     if isinstance(n, bool) or not isinstance(n, int):
         raise DimExprError(f"a dimension constant must be an int, got {n!r}")
-    return Dim({(): n})
+    return Dim([((), n)])
 
 
 def var(name: str) -> Dim:
     """A positive integer variable: a grid size, a loop range, a data dim."""
     _check_name(name)
-    return Dim({((Atom(name=name), 1),): 1})
+    return _atom(Atom(name=name))
 
 
 def bit(name: str) -> Dim:
     """A 0/1 map variable m[T,d,p]."""
     _check_name(name)
-    return Dim({((Atom(name=name, is_bit=True), 1),): 1})
+    return _atom(Atom(name=name, is_bit=True))
 
 
 def _check_name(name: str) -> None:
@@ -190,89 +321,100 @@ def dim(x: DimLike) -> Dim:
 
 
 def add(*xs: DimLike) -> Dim:
-    acc: dict[Monomial, int] = {}
-    for x in xs:
-        for mono, coef in dim(x).terms:
-            acc[mono] = acc.get(mono, 0) + coef
-    # Collecting like terms can create a coefficient that cancels a quotient: 2·(D÷2) = D.
-    out: dict[Monomial, int] = {}
-    for mono, coef in acc.items():
-        for m2, c2 in _mono_mul(mono, (), coef) if coef else ():
-            out[m2] = out.get(m2, 0) + c2
-    return Dim(out)
+    return Dim([t for x in xs for t in dim(x).terms])
 
 
 def mul(*xs: DimLike) -> Dim:
     result = const(1)
     for x in xs:
-        acc: dict[Monomial, int] = {}
-        for m1, c1 in result.terms:
-            for m2, c2 in dim(x).terms:
-                for mono, c in _mono_mul(m1, m2, c1 * c2):
-                    acc[mono] = acc.get(mono, 0) + c
-        result = Dim(acc)
+        result = Dim([(_mono_mul(m1, m2), c1 * c2)
+                      for m1, c1 in result.terms for m2, c2 in dim(x).terms])
     return result
-
-
-def _mono_mul(m1: Monomial, m2: Monomial, coef: int) -> list[tuple[Monomial, int]]:
-    powers: dict[Atom, int] = {}
-    for atom, p in (*m1, *m2):
-        powers[atom] = 1 if atom.is_bit else powers.get(atom, 0) + p
-    # (n ÷ d)·d = n: cancel a quotient against a monomial denominator present among the factors.
-    for atom in sorted(powers):
-        if atom.den is None or atom.num is None or atom not in powers:
-            continue
-        den = _single_monomial(atom.den)
-        if den is None:
-            continue
-        den_mono, den_coef = den
-        rest = dict(powers)
-        rest[atom] -= 1
-        if rest[atom] == 0:
-            del rest[atom]
-        if den_coef != 0 and coef % den_coef == 0 and _mono_divides(den_mono, rest):
-            for a, p in den_mono:
-                rest[a] -= p
-                if rest[a] == 0:
-                    del rest[a]
-            left = Dim({tuple(sorted(rest.items())): coef // den_coef})
-            return list(mul(left, atom.num).terms)
-    return [(tuple(sorted(powers.items())), coef)]
-
-
-def _single_monomial(d: Dim) -> tuple[Monomial, int] | None:
-    return d.terms[0] if len(d.terms) == 1 else None
-
-
-def _mono_divides(small: Monomial, big: Mapping[Atom, int]) -> bool:
-    return all(big.get(a, 0) >= p for a, p in small)
 
 
 def div(num: DimLike, den: DimLike) -> Dim:
     n, d = dim(num), dim(den)
-    if d == const(0):
+    if not d.terms:
         raise DimExprError(f"division of {n} by zero")
-    if d == const(1):
+    if not n.terms:
         return n
-    if n == d:
-        return const(1)
-    single = _single_monomial(d)
-    if single is not None:
-        den_mono, den_coef = single
-        powers = dict(den_mono)
-        if all(c % den_coef == 0 and _mono_divides(den_mono, dict(m)) for m, c in n.terms):
-            acc: dict[Monomial, int] = {}
-            for m, c in n.terms:
-                left = dict(m)
-                for a, p in powers.items():
-                    left[a] -= p
-                    if left[a] == 0:
-                        del left[a]
-                acc[tuple(sorted(left.items()))] = c // den_coef
-            return Dim(acc)
-    # What does not cancel stays a quotient atom (constants that do not divide included, so that
-    # evaluation reports them).
-    return Dim({((Atom(num=n, den=d), 1),): 1})
+    (nk, nm, np), (dk, dm, dp) = _content(n), _content(d)
+    if np == dp and not dp.is_const:   # (a·P) ÷ (b·P) = a ÷ b
+        return div(Dim([(nm, nk)]), Dim([(dm, dk)]))
+    # Lowest terms: (k·n) ÷ (k·d) = n ÷ d. Signs and units move only through polynomials in
+    # variables and bits: negating a term with a quotient inside can cancel it into another form.
+    pure = _is_polynomial(n.terms)
+    k, common = math.gcd(nk, dk), _common_plain(n.terms + d.terms)
+    n, d = _scale_down(n, k, common), _scale_down(d, k, common)
+    if pure and _is_polynomial(d.terms) and d.terms[-1][1] < 0:   # n ÷ (−d) = (−n) ÷ d
+        n, d = mul(-1, n), mul(-1, d)
+    if d == 1:
+        return n
+    single = _single_term(d)
+    if single is None or single[1] < 0:   # a quotient by a sum is an atom
+        sign = -1 if pure and n.terms[-1][1] < 0 else 1
+        return mul(sign, _atom(Atom(num=mul(sign, n), den=d)))
+    den_mono, c = single
+    whole, rest = _remainder(n.terms, den_mono, c)
+    if not rest:
+        return whole
+    if not den_mono and _is_polynomial(rest):
+        return add(whole, _by_constant(rest, c))
+    loose = [k for m, k in rest if _mono_divide(m, den_mono) is None]
+    if _is_polynomial(rest) and loose and loose[-1] < 0:   # (−r) ÷ d = −(r ÷ d)
+        more, rest = _remainder([(m, -k) for m, k in rest], den_mono, c)
+        return add(whole, mul(-1, add(more, _quotient(Dim(rest), d))))
+    return add(whole, _quotient(Dim(rest), d))
+
+
+def _remainder(terms: Iterable[Term], den_mono: Monomial, c: int) -> tuple[Dim, list[Term]]:
+    """n = q·d + r for d = c·N: q takes what it can of each term N divides, leaving r a
+    coefficient in 0..c−1 there; the other terms stay in r."""
+    quotient: list[Term] = []
+    rest: list[Term] = []
+    for m, k in terms:
+        left = _mono_divide(m, den_mono)
+        q, r = divmod(k, c) if left is not None else (0, k)
+        if left is not None and q:
+            quotient.append((left, q))
+        if r:
+            rest.append((m, r))
+    return Dim(quotient), rest
+
+
+def _quotient(r: Dim, d: Dim) -> Dim:
+    """r ÷ d as an atom, unless r and d share their primitive part."""
+    (rk, rm, rp), (dk, dm, dp) = _content(r), _content(d)
+    if rp == dp and not dp.is_const:
+        return div(Dim([(rm, rk)]), Dim([(dm, dk)]))
+    return _atom(Atom(num=r, den=d))
+
+
+def _atom(atom: Atom, coef: int = 1) -> Dim:
+    return Dim([(((atom, 1),), coef)])
+
+
+def _is_polynomial(terms: Iterable[Term]) -> bool:
+    """No quotient in any term: a polynomial in variables and bits."""
+    return all(a.num is None for mono, _ in terms for a, _ in mono)
+
+
+def _by_constant(r: list[Term], c: int) -> Dim:
+    """r ÷ c, r's coefficients in 1..c−1, as k·(r′ ÷ c) − P with r′ = u·r mod c for the unit u
+    that makes r′ least, k = 1/u mod c and P = (k·r′ − r)/c: c | r exactly when c | r′, so
+    (3·D + 6·F) ÷ 5 and 3·((D + 2·F) ÷ 5) are one Dim."""
+    terms = sorted(r, key=lambda mc: _mono_key(mc[0]), reverse=True)
+    # The units that make the last term's coefficient a its least, gcd(a, c) (a < c, so
+    # c/gcd > 1); the other terms decide among them.
+    g = math.gcd(terms[0][1], c)
+    step = c // g
+    units = [u for u in range(pow(terms[0][1] // g, -1, step), c, step) if math.gcd(u, c) == 1]
+    u = min(units, key=lambda u: [u * k % c for _, k in terms])
+    least = [(mono, u * k % c) for mono, k in terms]
+    k = pow(u, -1, c)
+    return add(_atom(Atom(num=Dim(least), den=const(c)), k),
+               Dim([(mono, (b - k * a) // c) for (mono, a), (_, b) in
+                    zip(least, terms, strict=True)]))
 
 
 # -- evaluation and substitution ---------------------------------------------------------------
