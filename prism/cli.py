@@ -202,7 +202,7 @@ def _search_config(args: argparse.Namespace, base: Any = None) -> Any:
     from prism.search import SearchConfig
     from prism.search.config import BLOCK_OPS
     kw: dict[str, Any] = {"budget_s": args.budget, "seed": args.seed,
-                          "disabled": frozenset(args.disable or ())}
+                          "disabled": frozenset(args.disable or ()), "device": args.device}
     for name in ("max_block_ops", "max_kernel_ops", "max_accumulators", "max_block_inputs",
                  "max_custom_kernels", "max_families"):
         if getattr(args, name) is not None:
@@ -273,9 +273,15 @@ def _print_search(doc: dict[str, Any]) -> None:
     fam = doc["families"]
     pruned = ", ".join(f"{k} {v}" for k, v in fam["pruned"].items())
     state = "complete" if doc["complete"] else f"stopped: {doc['stop_reason']}"
-    print(f"{doc['target']}: {fam['generated']} families generated, {fam['kept']} kept "
-          f"(pruned: {pruned}); {len(doc['candidates'])} candidates verified in "
-          f"{doc['seconds']:.1f} s ({state})")
+    if doc["complete"] and not doc["exhaustive"]:
+        state = "complete, not exhaustive"
+    aside = ", ".join(f"{k} {v}" for k, v in fam.get("set_aside", {}).items())
+    aside = f"; set aside unproven: {aside}" if aside else ""
+    print(f"{doc['target']} on {doc['device']}: {fam['generated']} families generated, "
+          f"{fam['kept']} kept (pruned: {pruned}{aside}); {len(doc['candidates'])} candidates "
+          f"verified in {doc['seconds']:.1f} s ({state})")
+    for note in doc.get("notes", []):
+        print(f"  note: {note}")
     for c in doc["candidates"]:
         if c["verdict"] == "equivalent":
             cost = f", modeled {c['modeled_us']:.2f} µs" if "modeled_us" in c else ""
@@ -290,7 +296,7 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
     from prism.report import check_text, result_rows
     from prism.tune import ResultDB
     target = _search_target(args)
-    config = _search_config(args, search_config_for(target.graph, args.budget))
+    config = _search_config(args, search_config_for(target.graph, args.budget, args.device))
     out = Path(args.out)
     db = ResultDB(Path(args.db)) if args.db else ResultDB()
     result = superoptimize(target.workload or target.graph, device=args.device,
@@ -387,8 +393,6 @@ def _parser() -> argparse.ArgumentParser:
     sp = command("optimize", _cmd_optimize, "the whole pipeline: search, instantiate, generate "
                  "Triton, tune; writes kernel.py, kernel.ptx, trace.jsonl and report.html")
     _search_arguments(sp)
-    sp.add_argument("--device", default="h100", help="h100, h200 or a100 (the cost model's "
-                    "device; default h100)")
     sp.add_argument("--measure", default="model", choices=("model", "interpret", "cuda"),
                     help="model: the cost model; interpret: Triton's interpreter (correctness, "
                     "CPU); cuda: CUDA events on a GPU")
@@ -408,6 +412,9 @@ def _search_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--shape", action="append", metavar="NAME=8x1024",
                     help="a parameter's shape (repeat for several)")
     sp.add_argument("--budget", type=float, default=600.0, help="seconds (default 600)")
+    sp.add_argument("--device", default="h100", help="h100, h200 or a100: the hardware rule's "
+                    "limits, the parameter candidates, the cost model and the tuner (default "
+                    "h100)")
     sp.add_argument("--checkpoint", metavar="F", help="load this symbolic checkpoint and "
                     "re-instantiate it at the shapes (no search); if it does not exist, "
                     "search and write it")

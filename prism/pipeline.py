@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from prism.cost import eager_us, get_device, roofline_us
+from prism.cost import DeviceSpec, default_device, eager_us, get_device, roofline_us
 from prism.errors import PrismError
 from prism.frontend.workload import Workload
 from prism.ir.graph import KernelGraph
@@ -188,7 +188,7 @@ class OptimizeResult:
                 "files": self.files, **({"notes": self.notes} if self.notes else {})}
 
 
-def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
+def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", measure: str = "model",
                   budget_s: float = 600.0, out: str | Path | None = None,
                   search_config: SearchConfig | None = None, checkpoint: str | Path | None = None,
                   max_trials: int = 8, compile_ptx: bool = True, tracer: Tracer | None = None,
@@ -224,10 +224,10 @@ def superoptimize(target: Any, *, device: str = "h100", measure: str = "model",
     try:
         # the search is its own stage on the trace ("search", from `prism.search`)
         result.search = _search(graph, name, search_config, budget_s * SEARCH_SHARE,
-                                checkpoint, tracer, cancel)
+                                checkpoint, tracer, cancel, spec)
         result.notes += result.search.notes
         with tracer.stage("instantiate") as summary:
-            configs = instantiate(graph, result.search)
+            configs = instantiate(graph, result.search, spec)
             summary.update({"configs": len(configs),
                             "candidates": len({c.candidate for c in configs})})
         with tracer.stage("tune") as summary:
@@ -288,7 +288,8 @@ def _resolve(target: Any) -> tuple[KernelGraph, Workload | None, str]:
                      "path.py:function, a Workload, a KernelGraph or a prism.Graph")
 
 
-def search_config_for(graph: KernelGraph, budget_s: float) -> SearchConfig:
+def search_config_for(graph: KernelGraph, budget_s: float,
+                      device: DeviceSpec | str | None = None) -> SearchConfig:
     """Prism's caps with two changes that fit the search to the program:
 
     - the block vocabulary is the ops the program uses, plus `div` and `mul` (what norms and
@@ -298,19 +299,24 @@ def search_config_for(graph: KernelGraph, budget_s: float) -> SearchConfig:
     - a block may read every input of the program (Prism's 3 would make one fused kernel
       impossible for a program with 4 inputs, such as LoRA).
 
-    Pass a `SearchConfig` (or `--block-ops` on the command line) to search more widely."""
+    Pass a `SearchConfig` (or `--block-ops` on the command line) to search more widely. The
+    device (the default one when None) sets the hardware rule's limits and the cost model."""
     from prism.search.config import BLOCK_OPS
     used = {op.kind for op in graph.ops} | {"div", "mul"}
     return SearchConfig(budget_s=budget_s, max_block_inputs=max(3, len(graph.inputs)),
-                        block_ops=tuple(op for op in BLOCK_OPS if op in used))
+                        block_ops=tuple(op for op in BLOCK_OPS if op in used),
+                        device=get_device(device) if device is not None else default_device())
 
 
 def _search(graph: KernelGraph, name: str, config: SearchConfig | None, budget_s: float,
             checkpoint: str | Path | None, tracer: Tracer,
-            cancel: threading.Event | None) -> SearchResult:
+            cancel: threading.Event | None, device: DeviceSpec) -> SearchResult:
+    """The search on the run's device: a caller's config keeps its caps and rules but takes
+    the device the run optimizes for (its hardware limits and its cost model)."""
     from prism.search.checkpoint import load_checkpoint, reinstantiate, save_checkpoint
-    config = replace(config, budget_s=min(config.budget_s, budget_s)) if config else \
-        search_config_for(graph, budget_s)
+    config = replace(config, budget_s=min(config.budget_s, budget_s),
+                     device=_run_device(config, device)) if config else \
+        search_config_for(graph, budget_s, device)
     path = Path(checkpoint) if checkpoint is not None else None
     if path is not None and path.exists():
         with tracer.stage("search") as summary:
@@ -324,13 +330,21 @@ def _search(graph: KernelGraph, name: str, config: SearchConfig | None, budget_s
     return result
 
 
-def instantiate(graph: KernelGraph, result: SearchResult | None) -> list[Config]:
-    """Every verified candidate at each of its feasible parameter assignments, and the input
-    program itself."""
+def _run_device(config: SearchConfig, device: DeviceSpec) -> DeviceSpec:
+    """A config's own variant of the run's device (same name, other limits: a test's small
+    shared memory) is kept; a config for another device (or the default) takes the run's."""
+    return config.device if config.device.name == device.name else device
+
+
+def instantiate(graph: KernelGraph, result: SearchResult | None,
+                device: DeviceSpec | None = None) -> list[Config]:
+    """Every verified candidate at each of its feasible parameter assignments on `device` (the
+    search's own when None), and the input program itself."""
     from prism.instantiate.params import assignments
+    device = device or (result.config.device if result else default_device())
     configs = [Config(INPUT_PROGRAM, graph, ())]
     for cand in result.equivalent if result else []:
-        for env in assignments(cand.graph):
+        for env in assignments(cand.graph, device):
             configs.append(Config(cand.id, cand.graph, tuple(sorted(env.items()))))
     return configs
 

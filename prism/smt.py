@@ -652,7 +652,8 @@ __all__ = ["STATUSES", "SmtResult", "prove_axiom"]
 #                      relation, so a quotient whose exactness no constraint states is free
 #                      (a core that omits its exactness is still unsat: fewer constraints).
 # Each named constraint is tracked by a Bool assumption of the same name, so `unsat_core()`
-# names the constraints that clash. A timeout is `unknown`, never `unsat`.
+# names the constraints that clash. Running out of the resource limit (`rlimit`, z3's
+# deterministic count of work, never wall-clock time) is `unknown`, never `unsat`.
 
 
 @dataclass(frozen=True)
@@ -687,7 +688,7 @@ class Feasibility:
 
 def hardware_feasibility(constraints: Sequence[NamedConstraint],
                          bounds: Mapping[str, tuple[int, int]], *,
-                         timeout_ms: int = 10000) -> Feasibility:
+                         rlimit: int = 100_000_000) -> Feasibility:
     """Whether some assignment (plain variables within `bounds`, bits 0/1) satisfies every
     constraint; if not, an unsat core of constraint names."""
     z3 = _z3()
@@ -696,7 +697,7 @@ def hardware_feasibility(constraints: Sequence[NamedConstraint],
         raise ValueError("constraint names must be unique: the unsat core is reported by name")
     enc = _DimEncoder(z3, bounds)
     solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
+    solver.set("rlimit", rlimit)
     tracks = []
     for c in constraints:
         track = z3.Bool(c.name)

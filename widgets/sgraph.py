@@ -26,6 +26,7 @@ from typing import Any
 
 import ipywidgets
 
+from prism.cost.devices import DeviceSpec, default_device
 from prism.errors import DimExprError, PrismError
 from prism.expr.terms import Term
 from prism.ir.dims import Dim, evaluate
@@ -33,7 +34,7 @@ from prism.ir.graph import BlockGraph, KernelGraph, Map
 from prism.ir.ops import bit_names, data_dim
 from prism.ir.spec import problems
 from prism.search.abstract import op_term
-from prism.search.hardware import Device, HardwareVerdict, check_hardware, smem_tiles
+from prism.search.hardware import HardwareVerdict, check_hardware, smem_tiles
 from prism.verify.translate import leaf, tensor_leaf
 
 Entry = int | str          # a map entry: 0/1, or the name of a 0/1 map variable
@@ -150,16 +151,16 @@ class Instance:
 class SGraphState:
     """The model behind `SGraphView`: a kernel graph read for display, and its members."""
 
-    def __init__(self, graph: KernelGraph, device: Device | None = None):
+    def __init__(self, graph: KernelGraph, device: DeviceSpec | None = None):
         self.graph = graph
-        self.device = device or Device()
+        self.device = device or default_device()
         self.kernels = tuple(_kernel_ops(graph))
         self.custom = tuple(_custom(i, op_index, bg, graph) for i, (op_index, bg) in
                             enumerate(_blocks(graph)))
         self._terms, self._block_terms = _abstract_terms(graph)
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any] | str, device: Device | None = None
+    def from_json(cls, doc: Mapping[str, Any] | str, device: DeviceSpec | None = None
                   ) -> SGraphState:
         return cls(KernelGraph.from_json(json.loads(doc) if isinstance(doc, str) else doc),
                    device)
@@ -279,7 +280,7 @@ def _value(d: Dim, env: Mapping[str, int]) -> int | None:
         return None    # spec.problems says why
 
 
-def _instance(k: int, bg: BlockGraph, env: Mapping[str, int], dev: Device) -> KernelInstance:
+def _instance(k: int, bg: BlockGraph, env: Mapping[str, int], dev: DeviceSpec) -> KernelInstance:
     tiles = {n: tuple(_value(d, env) for d in s) for n, s in bg.tensors}
     grid = tuple(_value(g, env) for g in bg.grid)
     blocks = None if None in grid else math.prod(g for g in grid if g is not None)
@@ -293,7 +294,7 @@ def _elements(sizes: tuple[int | None, ...]) -> int | None:
     return None if None in sizes else math.prod(s for s in sizes if s is not None)
 
 
-def _limits(k: int, bg: BlockGraph, inst: KernelInstance, dev: Device) -> list[Limit]:
+def _limits(k: int, bg: BlockGraph, inst: KernelInstance, dev: DeviceSpec) -> list[Limit]:
     """The limits of `prism.search.audit.within_limits`, each one named when it fails."""
     where = f"custom kernel {k}"
     out = []
@@ -428,7 +429,7 @@ class SGraphView(ipywidgets.VBox):
     driving the tile table and the feasibility line, and a tensor selector showing its
     abstract expression."""
 
-    def __init__(self, graph: KernelGraph, device: Device | None = None, **kwargs: Any):
+    def __init__(self, graph: KernelGraph, device: DeviceSpec | None = None, **kwargs: Any):
         w = ipywidgets
         self.state = SGraphState(graph, device)
         self.picture = w.HTML(_svg(graph))
@@ -456,7 +457,7 @@ class SGraphView(ipywidgets.VBox):
             self.tiles, w.HBox([self.tensor]), self.expression], **kwargs)
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any] | str, device: Device | None = None
+    def from_json(cls, doc: Mapping[str, Any] | str, device: DeviceSpec | None = None
                   ) -> SGraphView:
         """From graph JSON, e.g. a `CandidateVerified.graph` of a trace."""
         return cls(KernelGraph.from_json(json.loads(doc) if isinstance(doc, str) else doc),

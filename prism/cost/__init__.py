@@ -6,7 +6,7 @@ roofline and lower bound of a kernel graph. Imports only `prism.ir`: no torch, t
     cost.latency_us, cost.roofline_us, cost.kernels
 """
 
-from prism.cost.devices import DEVICES, DeviceSpec, get_device
+from prism.cost.devices import DEFAULT_DEVICE, DEVICES, DeviceSpec, default_device, get_device
 from prism.cost.model import (
     BYTES_PER_ELEMENT,
     KernelCost,
@@ -19,6 +19,19 @@ from prism.cost.model import (
     roofline_us,
 )
 
-__all__ = ["BYTES_PER_ELEMENT", "DEVICES", "DeviceSpec", "KernelCost", "ModeledCost", "eager_us",
-           "full_size_flops", "get_device", "lower_bound_us", "modeled", "op_flops",
-           "roofline_us"]
+__all__ = [
+    "BYTES_PER_ELEMENT",
+    "DEFAULT_DEVICE",
+    "DEVICES",
+    "DeviceSpec",
+    "KernelCost",
+    "ModeledCost",
+    "default_device",
+    "eager_us",
+    "full_size_flops",
+    "get_device",
+    "lower_bound_us",
+    "modeled",
+    "op_flops",
+    "roofline_us",
+]

@@ -9,9 +9,13 @@ Where each number comes from:
   microbenchmarks (e.g. Chips and Cheese, 2023), and are the first thing to calibrate on a GPU.
 - Launch overhead: the typical gap between back-to-back kernels launched from Python (PyTorch,
   Triton), a few microseconds; a measured habit, not a datasheet number.
-- Blocks per SM: what the search's shared-memory cap (96 KiB per block, `prism.search.Device`)
-  leaves room for next to one another on an SM: 164 KiB per SM on A100 fits one, 228 KiB on
+- Blocks per SM: how many blocks of the typical tile budget (about 96 KiB of shared memory,
+  Mirage's cap) fit next to one another on an SM: 164 KiB per SM on A100 fits one, 228 KiB on
   H100/H200 fits two. Our 128-thread blocks are never limited by threads or registers first.
+- The search's limits (the hardware rule, parameter candidates, the audit) are the same value's
+  fields: `smem_bytes` per block, `max_blocks` per kernel, `min_matmul_tile`, `dtype_bytes`.
+  One device is chosen per run and every stage reads it (`--device`); a variant with other
+  limits is `dataclasses.replace(get_device("h100"), smem_bytes=2048)`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from prism.errors import UnknownDeviceError
 
 @dataclass(frozen=True)
 class DeviceSpec:
-    """What the cost model needs to know about one GPU."""
+    """One GPU: what the cost model, the search's hardware rule and the tuner know of it."""
 
     name: str
     sm_count: int
@@ -31,8 +35,12 @@ class DeviceSpec:
     l2_bw_gbps: float             # L2 bandwidth, GB/s
     l2_bytes: int                 # L2 capacity
     fp16_tflops: float            # dense fp16 tensor-core peak, TFLOP/s (no sparsity)
-    smem_per_block_bytes: int     # the largest shared-memory allocation of one block (opt-in)
+    smem_bytes: int               # the largest shared-memory allocation of one block (opt-in):
+                                  # the hardware rule's limit
     max_blocks: int = 4096        # the search's cap on blocks per kernel (DESIGN.md §1)
+    min_matmul_tile: int = 16     # a matmul operand tile's last two dims: at least this (the
+                                  # tensor-core fragment), or a whole unsplit dim (padded)
+    dtype_bytes: int = 2          # fp16 elements
     launch_us: float = 4.0        # per-kernel launch overhead
     max_blocks_per_sm: int = 2    # blocks resident on one SM at once (occupancy cap)
 
@@ -44,20 +52,31 @@ DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
     # A100 SXM4 80GB datasheet: 108 SMs, 2039 GB/s HBM2e, 312 TF fp16 dense, 40 MB L2;
     # CUDA guide: 163 KiB shared memory per block (opt-in).
     DeviceSpec("a100", sm_count=108, mem_bw_gbps=2039.0, l2_bw_gbps=5000.0, l2_bytes=40 * _MB,
-               fp16_tflops=312.0, smem_per_block_bytes=163 * _KB, max_blocks_per_sm=1),
+               fp16_tflops=312.0, smem_bytes=163 * _KB, max_blocks_per_sm=1),
     # H100 SXM5 datasheet: 132 SMs, 3350 GB/s HBM3, 989 TF fp16 dense; whitepaper: 50 MB L2;
     # CUDA guide: 227 KiB shared memory per block (opt-in).
     DeviceSpec("h100", sm_count=132, mem_bw_gbps=3350.0, l2_bw_gbps=7000.0, l2_bytes=50 * _MB,
-               fp16_tflops=989.0, smem_per_block_bytes=227 * _KB),
+               fp16_tflops=989.0, smem_bytes=227 * _KB),
     # H200 SXM datasheet: the H100 chip (132 SMs, 989 TF, 50 MB L2) with 4800 GB/s HBM3e.
     DeviceSpec("h200", sm_count=132, mem_bw_gbps=4800.0, l2_bw_gbps=7000.0, l2_bytes=50 * _MB,
-               fp16_tflops=989.0, smem_per_block_bytes=227 * _KB),
+               fp16_tflops=989.0, smem_bytes=227 * _KB),
 )}
 
 
-def get_device(name: str) -> DeviceSpec:
-    """The device called `name` (any case), or an `UnknownDeviceError` naming the known ones."""
+def get_device(name: str | DeviceSpec) -> DeviceSpec:
+    """The device called `name` (any case), or an `UnknownDeviceError` naming the known ones;
+    a `DeviceSpec` is its own answer (so a stage takes a name or a spec alike)."""
+    if isinstance(name, DeviceSpec):
+        return name
     spec = DEVICES.get(str(name).lower())
     if spec is None:
         raise UnknownDeviceError(f"unknown device {name!r}; known devices: {', '.join(DEVICES)}")
     return spec
+
+
+DEFAULT_DEVICE = "h100"
+
+
+def default_device() -> DeviceSpec:
+    """The device a run targets when none is named."""
+    return DEVICES[DEFAULT_DEVICE]

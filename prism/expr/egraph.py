@@ -16,6 +16,7 @@ Design (after egg, Willsey et al. POPL'21, with explanations always on):
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -231,21 +232,23 @@ class EGraph:
     # ---- equality saturation --------------------------------------------------------------
 
     def run(self, rules: Iterable[Rule], *, iter_limit: int = 30, node_limit: int = 10_000,
-            time_limit: float = 5.0,
+            time_limit: float | None = None,
             goal: Callable[[EGraph], bool] | None = None) -> RunReport:
         """Saturate: match every rule (both directions if bidirectional), apply, rebuild, repeat.
 
         Stops at the first of: `goal(self)` holds (checked before each iteration), an iteration
         changed nothing, `iter_limit` iterations, more than `node_limit` e-nodes (also checked
-        while applying, before congruence closure), `time_limit` seconds (also checked while
-        matching and applying). An interrupted iteration is counted and rebuilt.
+        while applying, before congruence closure), `time_limit` seconds when one is given (also
+        checked while matching and applying). An interrupted iteration is counted and rebuilt.
+        Without `time_limit` the run is a function of its inputs and counts alone: the engine's
+        decisions (pruning, verdicts) never set one, so they do not depend on machine load.
         """
         rules = list(rules)
         rules_by_name(rules)  # names must be unique: reports and explanations use them
         compiled = {(r.name, d): _compile(r.sides(d)[0].term) for r in rules
                     for d in DIRECTIONS}
         start = time.perf_counter()
-        deadline = start + time_limit
+        deadline = math.inf if time_limit is None else start + time_limit
         applied = dict.fromkeys((r.name for r in rules), 0)
         iterations, reason = 0, None
         self.rebuild()

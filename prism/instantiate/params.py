@@ -20,11 +20,11 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from prism.cost.devices import DeviceSpec, default_device
 from prism.ir.dims import Dim, evaluate
 from prism.ir.graph import KernelGraph
 from prism.ir.spec import problems
 from prism.search.audit import within_limits
-from prism.search.hardware import Device
 
 MAX_CONFIGS = 20
 
@@ -86,11 +86,11 @@ def _collect(d: Dim, divided: dict[str, list[int]], ones: dict[str, int]) -> Non
         divided[v].append(whole)
 
 
-def assignments(graph: KernelGraph, device: Device | None = None,
+def assignments(graph: KernelGraph, device: DeviceSpec | None = None,
                 limit: int = MAX_CONFIGS) -> list[dict[str, int]]:
     """Up to `limit` feasible assignments of the graph's size variables, evenly spaced over all
     feasible ones (a concrete graph has one: the empty assignment)."""
-    device = device or Device()
+    device = device or default_device()
     vs = variables(graph)
     if not vs:
         return [{}] if not problems(graph) else []

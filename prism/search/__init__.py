@@ -7,8 +7,8 @@
 from prism.search.audit import AuditReport, audit
 from prism.search.config import RULE_NAMES, SearchConfig, SearchConfigError
 from prism.search.driver import Candidate, SearchResult, UnsupportedTargetError, search
-from prism.search.hardware import Device, HardwareVerdict, check_hardware, hardware_constraints
+from prism.search.hardware import HardwareVerdict, check_hardware, hardware_constraints
 
-__all__ = ["RULE_NAMES", "AuditReport", "Candidate", "Device", "HardwareVerdict", "SearchConfig",
+__all__ = ["RULE_NAMES", "AuditReport", "Candidate", "HardwareVerdict", "SearchConfig",
            "SearchConfigError", "SearchResult", "UnsupportedTargetError", "audit",
            "check_hardware", "hardware_constraints", "search"]

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from prism.cost.devices import DeviceSpec
 from prism.errors import PrismError
 from prism.ir.dims import evaluate
 from prism.ir.graph import KernelGraph
@@ -34,7 +35,6 @@ from prism.ir.serialize import graph_to_json
 from prism.ir.spec import problems, substitute_graph
 from prism.search.config import SearchConfig, SearchConfigError
 from prism.search.driver import Candidate, UnsupportedTargetError, _Run, expressible
-from prism.search.hardware import Device
 from prism.trace import Tracer
 
 _MAX_ASSIGNMENTS = 400
@@ -104,7 +104,11 @@ def audit(target: KernelGraph, rule: str, config: SearchConfig | None = None, *,
 
 def _broken(claim: str, evidence: dict[str, Any], cand: Candidate, config: SearchConfig,
             best_outside: float) -> str | None:
-    """Why this equivalent program breaks the prune's claim, or None when it does not."""
+    """Why this equivalent program breaks the prune's claim, or None when it does not. An
+    `unproven` prune claims nothing, so nothing under it can break a claim (the search that
+    made it says it was not exhaustive)."""
+    if claim == "unproven":
+        return None
     if claim == "no_equivalent":
         return "an equivalent program was pruned"
     if claim == "no_feasible":
@@ -122,7 +126,7 @@ def _broken(claim: str, evidence: dict[str, Any], cand: Candidate, config: Searc
 
 def _best_latency(graph: KernelGraph, config: SearchConfig) -> float | None:
     from prism.cost import get_device, modeled
-    device = get_device(config.cost_device)
+    device = get_device(config.device)
     best = None
     for env in feasible_assignments(graph, config.device):
         try:
@@ -133,7 +137,7 @@ def _best_latency(graph: KernelGraph, config: SearchConfig) -> float | None:
     return best
 
 
-def feasible_assignments(graph: KernelGraph, device: Device) -> list[dict[str, int]]:
+def feasible_assignments(graph: KernelGraph, device: DeviceSpec) -> list[dict[str, int]]:
     """Assignments (every size a power of two up to the largest dim) under which the graph is
     well-formed and within the device's limits, evaluated on the concrete tiles."""
     names = sorted(n for n in graph.free_vars())
@@ -148,7 +152,7 @@ def feasible_assignments(graph: KernelGraph, device: Device) -> list[dict[str, i
     return out
 
 
-def within_limits(graph: KernelGraph, env: dict[str, int], device: Device) -> bool:
+def within_limits(graph: KernelGraph, env: dict[str, int], device: DeviceSpec) -> bool:
     for _, bg in graph.iter_blocks():
         if math.prod(evaluate(g, env) for g in bg.grid) > device.max_blocks:
             return False

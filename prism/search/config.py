@@ -18,9 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prism.errors import PrismError
+from prism.cost.devices import DeviceSpec, default_device, get_device
+from prism.errors import PrismError, UnknownDeviceError
 from prism.ir.ops import OPS
-from prism.search.hardware import Device
+from prism.search.abstract import AbstractLimits
+from prism.search.pruning import RULES
 from prism.verify.equiv import Limits
 
 BLOCK_OPS = ("matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "add", "mul", "div",
@@ -28,7 +30,7 @@ BLOCK_OPS = ("matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "add", "
 ACCUMULATORS = ("nored", "red_ld_sum", "red_ld_rms")
 KERNEL_OPS = ("matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "add", "mul", "div",
               "pow", "rms_norm")
-RULE_NAMES = ("structural", "abstract_expression", "hardware", "cost_bound")
+RULE_NAMES = tuple(RULES)
 UserRule = tuple[str, Callable[[Any, Any], Any]]     # (name, rule(ctx, family) -> Pruned | None)
 
 
@@ -51,15 +53,19 @@ class SearchConfig:
     budget_s: float = 600.0
     max_families: int | None = None             # node budget
     seed: int = 0                               # 0: canonical order; else a shuffled one
-    device: Device = field(default_factory=Device)
-    cost_device: str = "h100"
-    verify_limits: Limits = field(default_factory=lambda: Limits(iterations=20, nodes=8000,
-                                                                 seconds=4.0))
+    device: DeviceSpec = field(default_factory=default_device)   # or its name: "a100"
+    abstract_limits: AbstractLimits = field(default_factory=AbstractLimits)
+    verify_limits: Limits = field(default_factory=lambda: Limits(iterations=20, nodes=8000))
     record_graphs: bool = False                 # put each family's sGraph JSON on its event
     hardware_every_op: bool = False             # z3 after every tile-making op, not per block
     rules: tuple[UserRule, ...] = ()            # a user's pruning rules, after the built-ins
 
     def __post_init__(self) -> None:
+        if not isinstance(self.device, DeviceSpec):
+            try:        # a name is the device it names: every stage reads the one spec
+                object.__setattr__(self, "device", get_device(self.device))
+            except UnknownDeviceError as e:
+                raise SearchConfigError(str(e)) from None
         problems = self.problems()
         if problems:
             raise SearchConfigError("; ".join(problems))
@@ -117,5 +123,9 @@ class SearchConfig:
                 "block_ops": list(self.block_ops), "accumulators": list(self.accumulators),
                 "kernel_ops": list(self.kernel_ops), "disabled": sorted(self.disabled),
                 "budget_s": self.budget_s, "max_families": self.max_families,
-                "seed": self.seed,
+                "seed": self.seed, "device": self.device.name,
+                "device_limits": {"smem_bytes": self.device.smem_bytes,
+                                  "max_blocks": self.device.max_blocks,
+                                  "min_matmul_tile": self.device.min_matmul_tile,
+                                  "dtype_bytes": self.device.dtype_bytes},
                 **({"user_rules": [name for name, _ in self.rules]} if self.rules else {})}

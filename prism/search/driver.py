@@ -98,13 +98,21 @@ class SearchResult:
     stop_reason: str = "exhausted"
     generated: int = 0
     pruned: Counter[str] = field(default_factory=Counter)
+    set_aside: Counter[str] = field(default_factory=Counter)   # `unproven` prunes, per rule
     candidates: list[Candidate] = field(default_factory=list)
     families: list[CompleteFamily] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)     # limits the search hit, said aloud
 
     @property
     def kept(self) -> int:
-        return self.generated - sum(self.pruned.values())
+        return self.generated - sum(self.pruned.values()) - sum(self.set_aside.values())
+
+    @property
+    def exhaustive(self) -> bool:
+        """Every family was generated and every one not kept was pruned with a proven claim,
+        and every member of every complete family was verified."""
+        return self.complete and not self.set_aside and not any(
+            "map instantiation stopped" in n for n in self.notes)
 
     @property
     def equivalent(self) -> list[Candidate]:
@@ -120,10 +128,13 @@ class SearchResult:
         verdicts = Counter(_public_verdict(c.verdict.verdict) for c in self.candidates)
         return {"target": self.target, "seconds": round(self.seconds, 3),
                 "complete": self.complete, "stop_reason": self.stop_reason,
+                "exhaustive": self.exhaustive, "device": self.config.device.name,
                 "families": {"generated": self.generated, "kept": self.kept,
                              "complete": len(self.families),
                              "pruned": {r: self.pruned.get(r, 0)
-                                        for r in self.config.rule_names}},
+                                        for r in self.config.rule_names},
+                             **({"set_aside": dict(self.set_aside)} if self.set_aside
+                                else {})},
                 "verdicts": dict(verdicts),
                 "best": self.best.id if self.best else None,
                 **({"notes": self.notes} if self.notes else {})}
@@ -168,18 +179,19 @@ class _Run:
 
     def __init__(self, target: KernelGraph, label: str, config: SearchConfig, tracer: Tracer,
                  cancel: threading.Event | None, observe: str | None = None):
-        from prism.cost import get_device
         self.target, self.config, self.tracer, self.cancel = target, config, tracer, cancel
         self.result = SearchResult(label, config)
         self.start = time.perf_counter()
         self.deadline = self.start + config.budget_s
-        self.abstract = AbstractTarget(target)
+        self.abstract = AbstractTarget(target, config.abstract_limits)
         needed = set().union(*(leaves(t) for t in self.abstract.terms)) & set(
             self.abstract.inputs)
+        # With a rule that reads the target's e-graph off (or audited), outputs are found by
+        # shape and the verifier alone decides, so an audit does not lean on what it audits.
+        egraph_rules = {"abstract_expression", "dead_end_output"}
         self.ctx = Context(self.abstract, config, frozenset(needed),
-                           cost_device=get_device(config.cost_device),
-                           shape_outputs="abstract_expression" in config.disabled
-                           or observe == "abstract_expression")
+                           shape_outputs=bool(egraph_rules & set(config.disabled))
+                           or observe in egraph_rules, observed=observe)
         self.observe = observe
         self.observed: list[tuple[Family, Pruned]] = []
         self.stop_reason: str | None = None
@@ -207,7 +219,16 @@ class _Run:
         self.tracer.emit(FamilyGenerated(fam.id, fam.parent, fam.description, graph))
 
     def pruned(self, fam: Family, why: Pruned) -> None:
-        self.result.pruned[why.rule] += 1
+        if why.evidence.get("claim") == "unproven":
+            if not self.result.set_aside:
+                self.result.notes.append(
+                    f"the target's e-graph stopped at its {self.abstract.report.stop_reason} "
+                    f"({self.abstract.report}): families it does not reach are set aside "
+                    "unproven, so the search is not exhaustive; raise "
+                    "SearchConfig.abstract_limits until it saturates")
+            self.result.set_aside[why.rule] += 1
+        else:
+            self.result.pruned[why.rule] += 1
         self.tracer.emit(FamilyPruned(fam.id, fam.parent, why.rule, why.reason, why.evidence))
 
     def observed_prune(self, fam: Family, why: Pruned) -> None:
@@ -234,10 +255,9 @@ class _Run:
     def check(self, member: KernelGraph, family: str, refute_first: bool = True) -> Candidate:
         cid = f"c{len(self.result.candidates) + 1}"
         member = replace(member, name=f"{self.result.target}.{cid}")
-        remaining = max(0.05, self.deadline - time.perf_counter())
+        # Counts only (iterations, nodes): a verdict never depends on how busy the machine is.
         lim = self.config.verify_limits
-        verdict = verify(self.target, member, Limits(lim.iterations, lim.nodes,
-                                                     min(lim.seconds, remaining)),
+        verdict = verify(self.target, member, Limits(lim.iterations, lim.nodes),
                          refute_first=refute_first)
         cand = Candidate(cid, family, member, verdict)
         self.result.candidates.append(cand)
@@ -257,13 +277,13 @@ class _Run:
         """The candidate's modeled latency at an assignment that fits the device: the
         incumbent of branch and bound."""
         from prism.cost import modeled
-        hw = check_hardware(cand.graph, self.config.device, timeout_ms=5000)
+        hw = check_hardware(cand.graph, self.config.device)
         if not hw.feasible or hw.assignment is None:
             return
         assignment = {k: int(v) for k, v in hw.assignment.items()
                       if k in cand.graph.free_vars()}
         try:
-            cost = modeled(substitute_graph(cand.graph, assignment), self.ctx.cost_device)
+            cost = modeled(substitute_graph(cand.graph, assignment), self.config.device)
         except PrismError:
             return
         cand.modeled_us, cand.assignment = cost.latency_us, assignment

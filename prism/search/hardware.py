@@ -16,8 +16,10 @@ assignment", §1.7):
                     evaluated, as `spec.check` requires under an assignment
     (g) redtox      a redtox_ld_sum chunk width divides the last dim
 
-z3 (`prism.smt.hardware_feasibility`) decides; unsat means the family is pruned, with the
-clashing constraints' names as evidence.
+The limits are the chosen device's (`prism.cost.DeviceSpec`: `smem_bytes`, `max_blocks`,
+`min_matmul_tile`, `dtype_bytes`). z3 (`prism.smt.hardware_feasibility`) decides under a
+resource limit; unsat means the family is pruned, with the clashing constraints' names (the
+device's limit among them) as evidence.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from prism.cost.devices import DeviceSpec, default_device, get_device
 from prism.ir.dims import Dim, add, dim, mul, quotients
 from prism.ir.graph import BlockGraph, KernelGraph, Map
 from prism.ir.ops import OPS, data_dim
@@ -33,14 +36,10 @@ from prism.smt import NamedConstraint, Relation, hardware_feasibility
 # Categories whose tiles cost no smem. mul_scalar ("scalar") is unary in Mirage's is_unary; "io"
 # here is the output op, which makes no tile (input tiles are counted, see `smem_tiles`).
 SMEM_FREE = frozenset({"unary", "scalar", "io"})
-
-
-@dataclass(frozen=True)
-class Device:
-    smem_bytes: int = 96 * 1024
-    max_blocks: int = 4096
-    min_matmul_tile: int = 16
-    dtype_bytes: int = 2   # fp16
+# z3's resource count per feasibility query (deterministic, unlike a timeout). The largest query
+# measured in the nine workloads' reduced searches, every op checked, used about a tenth of it
+# (10.4 million: qknorm_attention with 256 B of shared memory, an unsat core).
+Z3_RLIMIT = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -51,10 +50,13 @@ class HardwareVerdict:
     reason: str
 
 
-def check_hardware(graph: KernelGraph, device: Device = Device(), *,
-                   timeout_ms: int = 10000) -> HardwareVerdict:
+def check_hardware(graph: KernelGraph, device: DeviceSpec | str | None = None, *,
+                   rlimit: int = Z3_RLIMIT) -> HardwareVerdict:
+    """Whether some assignment fits `device` (the default device when None). z3 is bounded by
+    its resource count (`rlimit`), never by wall-clock time: the same family gets the same
+    verdict on an idle and on a loaded machine."""
     constraints = hardware_constraints(graph, device)
-    answer = hardware_feasibility(constraints, variable_bounds(graph), timeout_ms=timeout_ms)
+    answer = hardware_feasibility(constraints, variable_bounds(graph), rlimit=rlimit)
     if answer.status == "sat":
         assert answer.model is not None
         shown = ", ".join(f"{k}={v}" for k, v in answer.model.items()) or "nothing to choose"
@@ -63,7 +65,8 @@ def check_hardware(graph: KernelGraph, device: Device = Device(), *,
         core = answer.core
         clash = core[0] + (" clashes with " + ", ".join(core[1:]) if core[1:] else " fails")
         return HardwareVerdict(False, None, core, f"no assignment fits: {clash}")
-    return HardwareVerdict(None, None, (), f"undecided (z3: {answer.reason}); not pruned")
+    return HardwareVerdict(None, None, (), f"undecided (z3: {answer.reason}, resource limit "
+                                           f"{rlimit}); not pruned")
 
 
 def variable_bounds(graph: KernelGraph) -> dict[str, tuple[int, int]]:
@@ -73,8 +76,10 @@ def variable_bounds(graph: KernelGraph) -> dict[str, tuple[int, int]]:
     return {n: (1, largest) for n in graph.free_vars()}
 
 
-def hardware_constraints(graph: KernelGraph, device: Device = Device()) -> list[NamedConstraint]:
+def hardware_constraints(graph: KernelGraph, device: DeviceSpec | str | None = None
+                         ) -> list[NamedConstraint]:
     """The named constraints (a)-(g) of every custom kernel, each quotient's exactness once."""
+    device = default_device() if device is None else get_device(device)
     blocks = list(graph.iter_blocks())
     done: set[str] = set()   # quotients already stated exact
     out: list[NamedConstraint] = []
@@ -100,7 +105,7 @@ def _unique(constraints: list[NamedConstraint]) -> list[NamedConstraint]:
     return list(seen.values())
 
 
-def _block_constraints(bg: BlockGraph, dev: Device, done: set[str]) -> list[NamedConstraint]:
+def _block_constraints(bg: BlockGraph, dev: DeviceSpec, done: set[str]) -> list[NamedConstraint]:
     cs: list[NamedConstraint] = []
     # (a) one data dim per parallel dim
     for op in bg.ops:

@@ -1,21 +1,31 @@
-"""The pruning rules: a table of named entries, each returning its reason and evidence.
+"""The pruning rules: a table of named entries, one check and one claim each.
 
 A rule looks at a *family* just generated (a partial sGraph: every completion of it is in the
-family) and either lets it be or prunes it with a `Pruned(rule, reason, evidence)`. Rules are
-data: `RULES` in order of cost, each switchable off (`SearchConfig.disabled`), each audited by
-`prism search --audit-rule NAME` (see `prism.search.driver.audit`).
+family) and either lets it be or prunes it with a `Pruned(rule, reason, evidence)` whose
+`evidence["claim"]` says what the prune asserts of every completion. Rules are data: `RULES` in
+order of cost, each switchable off by name (`SearchConfig.disabled`), each audited by name
+(`prism search --audit-rule NAME`, `prism.search.audit`).
 
-    structural           degenerate structure a simpler program covers (add(x, x), div(x, x),
-                         a tensor accumulated twice), and dead ends (the last kernel the caps
-                         allow cannot read every input the target needs, or does not compute it)
-    abstract_expression  the new tensor is not a subexpression of the target under the axioms
-                         (`prism.search.abstract`)
-    hardware             no assignment of grid sizes, loop range and map bits fits the device
-                         (z3 via `prism.search.hardware`; the unsat core is the evidence)
-    cost_bound           a lower bound of the family's modeled latency over every assignment
-                         exceeds the best verified candidate's modeled latency (branch and bound)
+    cannot_close         no_equivalent  more tensors wait for a consumer than the op cap leaves
+                                        ops for: the block graph can never store exactly one
+    dead_end_inputs      no_equivalent  the last kernel the caps allow cannot read an input
+                                        the target's remaining outputs depend on
+    dead_end_output      no_equivalent  no kernel can follow and the kernel tensor just made
+                                        is no target output (read in the target's e-graph)
+    abstract_expression  no_equivalent  the new tensor is not a subexpression of the target
+                                        under the axioms (`prism.search.abstract`)
+    hardware             no_feasible    no assignment of grid sizes, loop range and map bits
+                                        fits the device (z3; the unsat core is the evidence)
+    cost_bound           not_better     a lower bound of the family's modeled latency over
+                                        every assignment exceeds the best verified candidate's
 
-Caps (ops, accumulators, kernels) bound what is generated at all; they are not pruning.
+The two rules that read the target's e-graph claim `no_equivalent` only when that e-graph
+saturated; otherwise the same decision is taken with the claim `unproven` (the family is set
+aside, counted apart, and the search is not exhaustive: `SearchResult.set_aside`).
+
+Caps (ops, accumulators, kernels) bound what is generated at all; they are not pruning. Nor is
+the canonical order (`prism.search.generate`), which already never builds the same op on the
+same operands twice, so no rule needs to prune a duplicate tensor.
 """
 
 from __future__ import annotations
@@ -68,8 +78,8 @@ class Context:
     needed_inputs: frozenset[str]    # the input leaves the target's terms read
     incumbent_us: float | None = None
     incumbent_id: str | None = None
-    cost_device: Any = None
     shape_outputs: bool = False      # complete by shape, not by abstract expression
+    observed: str | None = None      # the rule an audit evaluates without enforcing it
 
     def output_index(self, tensor: Tensor) -> int | None:
         """Which target output a kernel tensor may be. With the abstract-expression rule on,
@@ -91,54 +101,81 @@ class Context:
 Rule = Callable[[Context, Family], Pruned | None]
 
 
-def structural(ctx: Context, fam: Family) -> Pruned | None:
-    if fam.level == "block" and fam.block is not None:
-        names = [fam.block.tensors[i].name for i in fam.operands]
-        if fam.kind in ("add", "div") and len(set(fam.operands)) == 1:
-            what = "2·x" if fam.kind == "add" else "1"
-            return Pruned("structural", f"{fam.kind}({names[0]}, {names[0]}) is {what}: a "
-                          "simpler program computes the same",
-                          {"check": "same operands", "claim": "not_better"})
-        new = fam.block.tensors[-1]
-        twin = next((t for t in fam.block.tensors[:-1] if t.value == new.value), None)
-        if twin is not None:
-            return Pruned("structural", f"{new.name} = {new.value} is computed again, as "
-                          f"{twin.name} already is: a program without the copy is as good",
-                          {"check": "duplicate", "twin": twin.name, "claim": "not_better"})
-        remaining = ctx.config.max_block_ops - fam.block.compute_ops
-        pending = len(fam.block.open_tensors)
-        if pending - 1 > remaining:
-            return Pruned("structural", f"{pending} tensors wait for a consumer but only "
-                          f"{remaining} more op(s) fit the cap of {ctx.config.max_block_ops}: "
-                          "the block graph can never store exactly one",
-                          {"check": "cannot close", "pending": pending, "remaining": remaining,
-                           "claim": "no_equivalent"})
-        if OPS[fam.kind].category == "accum" and sum(
-                1 for op in fam.block.ops if op.inputs == (names[0],)
-                and OPS[op.kind].category == "accum") > 1:
-            return Pruned("structural", f"{names[0]} is accumulated a second time (double "
-                          "reduction): one accumulator and a post-loop op compute it",
-                          {"check": "double reduction", "tensor": names[0],
-                           "claim": "not_better"})
-    if fam.level == "open" and fam.block is not None:
-        k, cfg = fam.kernel, ctx.config
-        last = k.kernels + 1 >= cfg.max_kernel_ops or (
-            k.custom + 1 >= cfg.max_custom_kernels and not cfg.kernel_ops)
-        by_name = {t.name: t for t in k.tensors}
-        reached = set().union(*(leaves(by_name[s].term) for s in fam.block.sources))
-        missing = sorted(ctx.needed_inputs - reached)
-        if last and missing:
-            return Pruned("structural", f"the last kernel the caps allow reads "
-                          f"{', '.join(fam.block.sources)}, but the target also needs "
-                          f"{', '.join(missing)}", {"check": "dead end", "missing": missing,
-                                                    "claim": "no_equivalent"})
-    if fam.level in ("close", "kernel") and fam.new is not None and \
-            ctx.last_kernel(fam.kernel) and ctx.output_index(fam.new) is None:
-        return Pruned("structural", f"no kernel can follow (caps) and {fam.new.name} = "
-                      f"{fam.new.term} is not the target",
-                      {"check": "dead end", "expression": str(fam.new.term),
-                       "claim": "no_equivalent"})
-    return None
+def cannot_close(ctx: Context, fam: Family) -> Pruned | None:
+    # Each op adds one tensor and consumes at most two, so it lowers the count of tensors
+    # waiting for a consumer by at most one; a block graph stores exactly one of them.
+    if fam.level != "block" or fam.block is None:
+        return None
+    remaining = ctx.config.max_block_ops - fam.block.compute_ops
+    pending = len(fam.block.open_tensors)
+    if pending - 1 <= remaining:
+        return None
+    return Pruned("cannot_close", f"{pending} tensors wait for a consumer but only {remaining} "
+                  f"more op(s) fit the cap of {ctx.config.max_block_ops}: the block graph can "
+                  "never store exactly one",
+                  {"pending": pending, "remaining": remaining, "claim": "no_equivalent"})
+
+
+def dead_end_inputs(ctx: Context, fam: Family) -> Pruned | None:
+    if fam.level != "open" or fam.block is None:
+        return None
+    k, cfg = fam.kernel, ctx.config
+    last = k.kernels + 1 >= cfg.max_kernel_ops or (
+        k.custom + 1 >= cfg.max_custom_kernels and not cfg.kernel_ops)
+    if not last:
+        return None
+    # The last kernel makes one tensor: one of the outputs no kernel has made yet (an output
+    # already made needs nothing more). So it needs the inputs common to those outputs, and it
+    # reads only what its sources were computed from.
+    needed = _still_needed(ctx, k)
+    by_name = {t.name: t for t in k.tensors}
+    reached = set().union(*(leaves(by_name[s].term) for s in fam.block.sources))
+    missing = sorted(needed - reached)
+    if not missing:
+        return None
+    return Pruned("dead_end_inputs", f"the last kernel the caps allow reads "
+                  f"{', '.join(fam.block.sources)}, but the target also needs "
+                  f"{', '.join(missing)}", {"missing": missing, "claim": "no_equivalent"})
+
+
+def _still_needed(ctx: Context, kernel: KernelState) -> set[str]:
+    made = {ctx.output_index(t) for t in kernel.tensors[kernel.num_inputs:]}
+    todo = [t for i, t in enumerate(ctx.target.terms) if i not in made]
+    if not todo:
+        return set()
+    return set.intersection(*(leaves(t) for t in todo)) & ctx.needed_inputs
+
+
+def dead_end_output(ctx: Context, fam: Family) -> Pruned | None:
+    if fam.level not in ("close", "kernel") or fam.new is None or \
+            not ctx.last_kernel(fam.kernel):
+        return None
+    # While another e-graph rule is audited (or off), outputs are told by shape, a proof that
+    # does not lean on the e-graph; audited itself, this rule reads the e-graph as it would.
+    if ctx.shape_outputs and ctx.observed != "dead_end_output":
+        if ctx.output_index(fam.new) is not None:
+            return None
+        return Pruned("dead_end_output", f"no kernel can follow (caps) and {fam.new.name} has "
+                      "no target output's shape", {"shape": str(fam.new.shape),
+                                                   "claim": "no_equivalent"})
+    if ctx.target.output_index(fam.new.term) is not None:
+        return None
+    return Pruned("dead_end_output", f"no kernel can follow (caps) and {fam.new.name} = "
+                  f"{fam.new.term} is not a target output{_limit_note(ctx)}",
+                  {**ctx.target.evidence(fam.new.term), "claim": _egraph_claim(ctx)})
+
+
+def _egraph_claim(ctx: Context) -> str:
+    """`no_equivalent` when the target's e-graph saturated (a miss is then a proof relative to
+    the axioms); `unproven` when it stopped at a limit (it may not have reached the term)."""
+    return "no_equivalent" if ctx.target.saturated else "unproven"
+
+
+def _limit_note(ctx: Context) -> str:
+    if ctx.target.saturated:
+        return ""
+    return (f" (unproven: the target's e-graph stopped at its {ctx.target.report.stop_reason}, "
+            "so the family is set aside, not proven useless)")
 
 
 def abstract_expression(ctx: Context, fam: Family) -> Pruned | None:
@@ -146,12 +183,10 @@ def abstract_expression(ctx: Context, fam: Family) -> Pruned | None:
         return None
     if ctx.target.lookup(fam.new.term) is not None:
         return None
-    limit = "" if ctx.target.saturated else \
-        f" (the e-graph stopped at its {ctx.target.report.stop_reason})"
     return Pruned("abstract_expression",
                   f"{fam.new.name} = {fam.new.term} is not a subexpression of the target under "
-                  f"the axioms{limit}",
-                  {**ctx.target.evidence(fam.new.term), "claim": "no_equivalent"})
+                  f"the axioms{_limit_note(ctx)}",
+                  {**ctx.target.evidence(fam.new.term), "claim": _egraph_claim(ctx)})
 
 
 def leaves(term: Term) -> set[str]:
@@ -172,7 +207,7 @@ def hardware(ctx: Context, fam: Family) -> Pruned | None:
             return None
     elif fam.level != "close":
         return None
-    verdict = check_hardware(fam.graph, ctx.config.device, timeout_ms=5000)
+    verdict = check_hardware(fam.graph, ctx.config.device)
     if verdict.feasible is False:
         return Pruned("hardware", verdict.reason, {"unsat_core": list(verdict.core),
                                                     "device": _device_json(ctx),
@@ -180,9 +215,9 @@ def hardware(ctx: Context, fam: Family) -> Pruned | None:
     return None
 
 
-def _device_json(ctx: Context) -> dict[str, int]:
+def _device_json(ctx: Context) -> dict[str, object]:
     d = ctx.config.device
-    return {"smem_bytes": d.smem_bytes, "max_blocks": d.max_blocks,
+    return {"name": d.name, "smem_bytes": d.smem_bytes, "max_blocks": d.max_blocks,
             "min_matmul_tile": d.min_matmul_tile, "dtype_bytes": d.dtype_bytes}
 
 
@@ -190,20 +225,23 @@ def cost_bound(ctx: Context, fam: Family) -> Pruned | None:
     if fam.level not in ("close", "kernel") or ctx.incumbent_us is None:
         return None
     from prism.cost import lower_bound_us
-    bound = lower_bound_us(fam.graph, ctx.cost_device)
+    device = ctx.config.device
+    bound = lower_bound_us(fam.graph, device)
     if bound <= ctx.incumbent_us:
         return None
     return Pruned("cost_bound",
                   f"every program of this family takes ≥ {bound:.2f} µs (modeled, "
-                  f"{ctx.cost_device.name}); candidate {ctx.incumbent_id} takes "
+                  f"{device.name}); candidate {ctx.incumbent_id} takes "
                   f"{ctx.incumbent_us:.2f} µs",
                   {"lower_bound_us": bound, "incumbent_us": ctx.incumbent_us,
-                   "incumbent": ctx.incumbent_id, "device": ctx.cost_device.name,
+                   "incumbent": ctx.incumbent_id, "device": device.name,
                    "claim": "not_better"})
 
 
 RULES: dict[str, Rule] = {
-    "structural": structural,
+    "cannot_close": cannot_close,
+    "dead_end_inputs": dead_end_inputs,
+    "dead_end_output": dead_end_output,
     "abstract_expression": abstract_expression,
     "hardware": hardware,
     "cost_bound": cost_bound,

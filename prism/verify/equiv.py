@@ -41,7 +41,9 @@ from prism.verify.translate import translate
 class Limits:
     iterations: int = 30
     nodes: int = 20_000
-    seconds: float = 10.0
+    seconds: float | None = None      # a wall-clock cap for interactive use (`prism verify
+                                      # --time-limit`); the search never sets one, so its
+                                      # verdicts do not depend on machine load
 
 
 @dataclass(frozen=True)

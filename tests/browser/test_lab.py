@@ -24,6 +24,7 @@ import nbformat
 import pytest
 
 from prism.expr.axioms import AXIOMS_BY_NAME
+from prism.search import RULE_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = Path(os.environ.get("PRISM_TEST_OUTPUT", ROOT / "test-output")) / "browser"
@@ -189,7 +190,7 @@ def run_notebook(page, lab) -> None:
     detail = explorer.locator(".widget-html-content").filter(has_text="pruned by")
     detail.first.wait_for(timeout=30_000)
     text = detail.first.inner_text()
-    rule = next((r for r in ("structural", "abstract_expression", "hardware", "cost_bound")
+    rule = next((r for r in RULE_NAMES
                  if f"pruned by {r}:" in text), None)
     assert rule is not None, text                       # the rule ...
     reason = text.split(f"pruned by {rule}:", 1)[1].strip()

@@ -4,7 +4,9 @@ subexpression of its target under the axioms), and prunes what is not."""
 import pytest
 
 from prism.expr.terms import parse
-from prism.search.abstract import AbstractTarget, op_term
+from prism.search import search
+from prism.search.abstract import AbstractLimits, AbstractTarget, op_term
+from prism.trace import Tracer
 from prism.verify.translate import leaf
 from prism.workloads import WORKLOADS, get_workload
 from prism.workloads.known_best import known_best
@@ -33,11 +35,39 @@ def test_every_tensor_of_the_known_best_kernel_is_kept(name):
     assert target.output_index(out) == 0
 
 
-@pytest.mark.parametrize("name", ["rmsnorm_matmul", "rmsnorm_mlp", "swiglu", "attention",
-                                  "qknorm_attention", "gated_mlp"])
-def test_the_targets_saturate(name):
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_every_workloads_target_saturates(name):
+    """Every workload, ntrans (the largest e-graph) included: its prunes are then proofs."""
     target = AbstractTarget(get_workload(name).graph)
     assert target.saturated, target.report
+
+
+def test_an_unsaturated_target_claims_no_prune(cases):
+    """With limits ntrans's e-graph cannot saturate under, the rules that read it set families
+    aside as `unproven`, counted apart from the prunes, and the search is not exhaustive; with
+    the default limits the same search saturates and is exhaustive."""
+    small = AbstractLimits(iterations=8, nodes=5000)
+    assert not AbstractTarget(get_workload("ntrans").graph, small).saturated
+    tracer = Tracer()
+    result = search(cases.small("ntrans").graph,
+                    cases.reduced("ntrans", max_block_ops=4, abstract_limits=small),
+                    tracer=tracer, label="ntrans")
+    egraph_rules = {"abstract_expression", "dead_end_output"}
+    prunes = [e for e in tracer.events if e.type == "FamilyPruned"]
+    assert prunes and all(e.evidence["claim"] == "unproven" for e in prunes
+                          if e.rule in egraph_rules)
+    assert all(e.evidence["claim"] != "unproven" for e in prunes if e.rule not in egraph_rules)
+    assert result.set_aside and not set(result.set_aside) - egraph_rules
+    assert result.complete and not result.exhaustive
+    assert sum(result.set_aside.values()) == sum(1 for e in prunes
+                                                 if e.evidence["claim"] == "unproven")
+    assert all(result.pruned[r] == 0 for r in egraph_rules)
+    summary = result.summary()
+    assert summary["exhaustive"] is False and summary["families"]["set_aside"]
+    assert any("not exhaustive" in n for n in summary["notes"])
+    full = search(cases.small("ntrans").graph, cases.reduced("ntrans", max_block_ops=4),
+                  label="ntrans")
+    assert full.exhaustive and not full.set_aside
 
 
 def test_what_the_target_does_not_compute_is_not_kept():

@@ -4,17 +4,21 @@ evaluated on the concrete tile shapes by `prism.search.audit.within_limits` (no 
 
 import functools
 import itertools
+from dataclasses import replace
 
 import pytest
 
+from prism.cost import DeviceSpec, get_device
 from prism.frontend.builder import Block, Graph
 from prism.ir.dims import var
 from prism.ir.graph import KernelGraph
 from prism.ir.spec import check, problems
-from prism.search import Device, check_hardware, hardware_constraints
+from prism.search import check_hardware, hardware_constraints
 from prism.search.audit import within_limits
 from prism.search.hardware import variable_bounds
 from prism.smt import NamedConstraint, hardware_feasibility
+
+H100 = get_device("h100")
 
 
 def rmsnorm_matmul(symbolic_maps: bool) -> KernelGraph:
@@ -46,24 +50,24 @@ def well_formed_assignments(symbolic_maps: bool) -> list[dict[str, int]]:
     return [env for env in envs if not problems(graph, env)]
 
 
-def brute_force(symbolic_maps: bool, dev: Device) -> bool:
+def brute_force(symbolic_maps: bool, dev: DeviceSpec) -> bool:
     graph = rmsnorm_matmul(symbolic_maps)
     return any(within_limits(graph, env, dev) for env in well_formed_assignments(symbolic_maps))
 
 
 DEVICES = {
-    "default (8-row X below the 16 tile)": Device(),
-    "8 tiles": Device(min_matmul_tile=8),
-    "tiny smem": Device(smem_bytes=512, min_matmul_tile=8),
-    "just enough smem": Device(smem_bytes=528, min_matmul_tile=8),
-    "one block": Device(max_blocks=1, min_matmul_tile=8),
-    "one block, 16 KB": Device(max_blocks=1, smem_bytes=16 * 1024, min_matmul_tile=8),
+    "default (8-row X below the 16 tile)": H100,
+    "8 tiles": replace(H100, min_matmul_tile=8),
+    "tiny smem": replace(H100, smem_bytes=512, min_matmul_tile=8),
+    "just enough smem": replace(H100, smem_bytes=528, min_matmul_tile=8),
+    "one block": replace(H100, max_blocks=1, min_matmul_tile=8),
+    "one block, 16 KB": replace(H100, max_blocks=1, smem_bytes=16 * 1024, min_matmul_tile=8),
 }
 
 
 @pytest.mark.parametrize("symbolic_maps", [False, True], ids=["fixed maps", "symbolic maps"])
 @pytest.mark.parametrize("device", list(DEVICES.values()), ids=list(DEVICES))
-def test_check_hardware_agrees_with_brute_force(symbolic_maps: bool, device: Device):
+def test_check_hardware_agrees_with_brute_force(symbolic_maps: bool, device: DeviceSpec):
     graph = rmsnorm_matmul(symbolic_maps)
     verdict = check_hardware(graph, device)
     assert verdict.feasible is brute_force(symbolic_maps, device), verdict.reason
@@ -89,8 +93,8 @@ def test_expected_verdicts_and_cores():
     one = check_hardware(graph, DEVICES["one block, 16 KB"])
     assert one.feasible is False and {"blocks g0 ≤ 1", "smem ≤ 16384 B"} <= set(one.core)
     # X's 8 rows are a whole data dim: padded to a 16-row tile, never a reason to prune.
-    assert check_hardware(graph, Device()).feasible is True
-    wide = check_hardware(graph, Device(min_matmul_tile=1024))
+    assert check_hardware(graph, H100).feasible is True
+    wide = check_hardware(graph, replace(H100, min_matmul_tile=1024))
     assert wide.feasible is False
     assert any("(matmul tile)" in c and "W_tile" in c for c in wide.core), wide.core
 

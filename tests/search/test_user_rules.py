@@ -84,7 +84,7 @@ def test_the_audit_finds_a_sound_user_rule_sound(cases):
 
 
 @pytest.mark.parametrize(("rules", "message"), [
-    ((("structural", no_exp),), "taken"),
+    ((("cannot_close", no_exp),), "taken"),
     ((("no_exp", no_exp), ("no_exp", no_exp)), "taken"),
     ((("no exp", no_exp),), "identifier"),
     ((("no_exp", 3),), r"\(name, function\) pair"),

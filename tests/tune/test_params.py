@@ -4,17 +4,20 @@ well-formed, in-limits kernel that computes the program (float64 interpreter aga
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from prism.cost import get_device
 from prism.instantiate.params import Variable, assignments, spaced, variables
 from prism.ir.dims import evaluate
 from prism.ir.interpret import interpret
 from prism.ir.spec import problems
 from prism.search.audit import within_limits
 from prism.search.checkpoint import rebind
-from prism.search.hardware import Device
+
+H100 = get_device("h100")
 
 
 @pytest.mark.parametrize(("role", "n", "want"), [
@@ -45,7 +48,7 @@ def test_every_assignment_is_feasible_and_computes_the_program(cases, name):
     w = cases.small(name)
     arrays = w.random_inputs(1)
     want = w.reference(*arrays)[0]
-    device = Device()
+    device = H100
     tried = 0
     for cand in cases.searched(name).equivalent[:6]:
         vs = variables(cand.graph)
@@ -81,8 +84,8 @@ def test_assignments_follow_the_shapes(cases):
 def test_a_device_with_little_shared_memory_leaves_fewer_assignments(cases):
     cand = max(cases.searched("rmsnorm_matmul").equivalent,
                key=lambda c: len(assignments(c.graph, limit=1000)))
-    roomy = assignments(cand.graph, Device(), limit=1000)
-    tight = assignments(cand.graph, Device(smem_bytes=2048), limit=1000)
+    roomy = assignments(cand.graph, H100, limit=1000)
+    tight = assignments(cand.graph, replace(H100, smem_bytes=2048), limit=1000)
     assert set(map(str, tight)) < set(map(str, roomy))
     for env in tight:
-        assert within_limits(cand.graph, env, Device(smem_bytes=2048))
+        assert within_limits(cand.graph, env, replace(H100, smem_bytes=2048))

@@ -12,19 +12,23 @@ import itertools
 import json
 import re
 import types
+from dataclasses import replace
 
 import pytest
 
 import prism
+from prism.cost import get_device
 from prism.ir.dims import evaluate
 from prism.ir.graph import KernelGraph
 from prism.ir.spec import problems, substitute_graph
-from prism.search import Device, SearchConfig, search
+from prism.search import SearchConfig, search
 from prism.search.abstract import AbstractTarget
 from prism.search.audit import within_limits
 from prism.trace import CandidateVerified, Tracer
 from prism.verify.translate import translate
 from widgets.sgraph import SGraphState, SGraphView
+
+H100 = get_device("h100")
 
 WORKLOADS = ("rmsnorm_matmul", "rmsnorm_mlp", "swiglu", "attention", "qknorm_attention",
              "gated_mlp", "lora", "gqa", "ntrans")
@@ -118,7 +122,7 @@ def test_a_grid_size_that_does_not_divide_is_infeasible(run):
 
 def test_shared_memory_over_a_tiny_device_names_the_bytes(run):
     env = {"gx": 4, "F": 4}
-    tiny = Device(smem_bytes=256)
+    tiny = replace(H100, smem_bytes=256)
     inst = SGraphState(run.graph, tiny).at(env)
     assert not inst.feasible and not inst.problems
     (limit,) = inst.limits
@@ -126,11 +130,12 @@ def test_shared_memory_over_a_tiny_device_names_the_bytes(run):
     assert "shared memory" in inst.verdict and f"{limit.value} B" in inst.verdict
     assert within_limits(run.graph, env, tiny) is False
     # The byte count is exactly where within_limits flips.
-    assert within_limits(run.graph, env, Device(smem_bytes=limit.value))
-    assert not within_limits(run.graph, env, Device(smem_bytes=limit.value - 1))
+    assert within_limits(run.graph, env, replace(H100, smem_bytes=limit.value))
+    assert not within_limits(run.graph, env, replace(H100, smem_bytes=limit.value - 1))
 
 
-@pytest.mark.parametrize("device", [Device(), Device(smem_bytes=2048), Device(max_blocks=4)],
+@pytest.mark.parametrize("device", [H100, replace(H100, smem_bytes=2048),
+                                    replace(H100, max_blocks=4)],
                          ids=["default", "small_smem", "few_blocks"])
 def test_limits_agree_with_within_limits_on_every_candidate_pair(run, device):
     s = SGraphState(run.graph, device)
@@ -224,7 +229,7 @@ def test_changing_a_size_updates_the_tile_table(run):
 
 
 def test_the_feasibility_line_names_shared_memory(run):
-    v = SGraphView(run.graph, Device(smem_bytes=256))
+    v = SGraphView(run.graph, replace(H100, smem_bytes=256))
     inst = v.instance
     assert "shared memory" in v.verdict.value and f"{inst.limits[0].value} B" in v.verdict.value
     assert "infeasible" in v.verdict.value
@@ -258,6 +263,6 @@ def test_known_best_graphs_build_a_view(name):
     inst = v.instance
     (_, bg) = next(g.iter_blocks())
     assert inst.tile(bg.inputs[0]) == tuple(evaluate(d) for d in bg.shape(bg.inputs[0]))
-    assert inst.feasible == (within_limits(g, {}, Device()) and not problems(g))
+    assert inst.feasible == (within_limits(g, {}, H100) and not problems(g))
     assert "custom kernel 0" in v.picture.value
     assert len(v.tensor.options) == len(v.state.tensor_names())
