@@ -165,9 +165,10 @@ print(f"fused with red_ld_mean instead of red_ld_rms: max relative error vs torc
 # ## 4. Fused vs. unfused: the cost model
 #
 # Is fusion faster? Without a GPU, Prism answers with an analytic **cost model**. It is simple and
-# documented in `prism/cost/model.py`, and every number it gives is labelled `modeled`. Each
-# kernel costs its launch overhead plus the larger of two times: the bytes it moves over the
-# bandwidth, and its FLOPs over peak compute. A program costs the sum over its kernels.
+# documented in `prism/cost/model.py`, and every number it gives is labelled `modeled`. It
+# charges every kernel launch that Prism's generated code makes. Each launch costs its launch
+# overhead plus the larger of two times: the bytes it moves over the bandwidth, and its FLOPs
+# over peak compute. A program costs the sum over its launches.
 #
 # Tiny shapes would tell us little, so this section uses the workload's default shapes, which
 # come from Prism's evaluation. The cost model is a formula, so any size is cheap. First the
@@ -182,20 +183,25 @@ default = prism.get_workload("rmsnorm_matmul")
 print("default shapes:", default.shapes)
 
 # %% [markdown]
-# Kernel by kernel, the unfused program and the fused kernel (at `COST_GRIDS[3]` blocks). Compare
+# Launch by launch, the unfused program and the fused kernel (at `COST_GRIDS[3]` blocks). Compare
 # the bytes each moves from HBM, then compare the latency column with the memory and compute
-# columns. What is left over is the launch overhead, which the unfused program pays twice.
+# columns. What is left over is the launch overhead, paid once per launch. Count the unfused
+# program's rows: its two kernel ops are more than two launches, because the generated code runs
+# the library's `rms_norm` in three steps (`norm`: the rows' norms with `vector_norm`, `scale`:
+# those norms scaled to the root mean square with `mul_`, `divide`: the division), then the
+# matmul.
 
 # %%
 programs = {"unfused": default.graph,
             "fused": known_best("rmsnorm_matmul", default.shapes, grid=COST_GRIDS[3],
                                 loop=COST_LOOP)}
-print(f"{'program':<8} {'kernel':<10} {'blocks':>6} {'HBM bytes':>10} {'L2 bytes':>10} "
+print(f"{'program':<8} {'launch':<17} {'blocks':>6} {'HBM bytes':>10} {'L2 bytes':>10} "
       f"{'FLOPs':>10} {'memory µs':>9} {'compute µs':>10} {'latency µs':>10}")
 for name, graph in programs.items():
     cost = modeled(graph, device)
     for kc in cost.kernels:
-        print(f"{name:<8} {kc.kind:<10} {kc.blocks or '-':>6} {kc.hbm_bytes:>10} "
+        launch = f"{kc.kind}:{kc.step}" if kc.step else kc.kind
+        print(f"{name:<8} {launch:<17} {kc.blocks or '-':>6} {kc.hbm_bytes:>10} "
               f"{kc.l2_bytes:>10} {kc.flops:>10} {kc.memory_us:>9.3f} {kc.compute_us:>10.4f} "
               f"{kc.latency_us:>10.2f}")
     print(f"{name:<8} total: {cost}")
@@ -203,6 +209,10 @@ print(f"eager baseline {eager_us(default.graph, device):.2f} µs modeled; "
       f"roofline {roofline_us(default.graph, device):.2f} µs modeled")
 
 # %% [markdown]
+# The eager baseline is PyTorch run one library kernel per operator. It is modeled the same way,
+# but with `torch.nn.functional.rms_norm` as one launch, which is why it costs less than the
+# unfused row: launches, not bytes, dominate at these sizes.
+#
 # The fused kernel reads `X` once per block: it is replicated. The L2 column counts those extra
 # reads, which come from the on-chip L2 cache rather than HBM. That is the price of fusion here:
 # more blocks mean more copies of `X`. Fewer blocks mean idle streaming multiprocessors (SMs),
@@ -210,14 +220,13 @@ print(f"eager baseline {eager_us(default.graph, device):.2f} µs modeled; "
 #
 # The table below sweeps it. A `W` tile is the slice of `W` one block multiplies, and its width
 # is the output columns per block. Tensor-core matmuls need tiles of at least a minimum width,
-# printed first, so the search rejects members whose split tiles are narrower (its *hardware*
-# rule; notebook `02` shows the check on a symbolic graph). The cost model alone does not know
-# this rule. Read the `W tile` column next to the latency column.
+# printed first (a field of the same device value, `DeviceSpec.min_matmul_tile`), so the search
+# rejects members whose split tiles are narrower (its *hardware* rule; notebook `02` shows the
+# check on a symbolic graph). The cost model alone does not know this rule. Read the `W tile`
+# column next to the latency column.
 
 # %%
-from prism.search import Device
-
-print("smallest matmul tile the search allows:", Device().min_matmul_tile)
+print(f"smallest matmul tile the search allows on {device.name}: {device.min_matmul_tile}")
 print(f"{'grid':>5} {'blocks':>6} {'W tile':>12} {'latency µs':>10}   (eager "
       f"{eager_us(default.graph, device):.2f} µs modeled)")
 for grid in COST_GRIDS:

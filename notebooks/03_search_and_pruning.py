@@ -18,9 +18,14 @@
 # - `no_feasible`: no member that computes it fits the device;
 # - `not_better`: no member that computes it is faster than a program the search already has.
 #
+# A fourth word, `unproven`, is not a claim at all. A rule that needed a proof and did not get one
+# sets the family aside with it: the family is counted apart from the prunes, and the search
+# says that it was not exhaustive (section 3.2 shows one).
+#
 # A rule is *sound* when its claims are true. Then pruning loses nothing: the search returns the
-# same best program, only sooner. This notebook shows each of the four built-in rules at work on
-# a real family. Then it switches each one off and counts what it had saved.
+# same best program, only sooner. This notebook shows each of the six built-in rules at work on
+# a real family, and two checks that were removed from the engine because their claims were
+# false. Then it switches each rule off and counts what it had saved.
 
 # %% tags=["parameters"]
 SHAPES = {"X": (8, 64), "W": (64, 64)}
@@ -41,7 +46,8 @@ ABLATION_MAX_FAMILIES = 6000   # family budget of each search in the ablation (s
 # the rules to each, instantiates the maps of every complete family and proves each member
 # equivalent (or not) to the target. A `Tracer` records every decision as an event. The summary
 # counts them. Read the *generated*, *pruned* and *kept* lines together: most families are pruned
-# the moment they are made, and only the kept ones are extended further.
+# the moment they are made, and only the kept ones are extended further. *Exhaustive* says that
+# every family not kept was pruned with a proven claim, so nothing was set aside.
 
 # %%
 import prism
@@ -56,10 +62,12 @@ result = search(workload.graph, config, tracer=tracer)
 summary = result.summary()
 families = summary["families"]
 print(f"target: {workload.program}")
-print(f"search: {summary['seconds']} s, complete: {summary['complete']}")
+print(f"search: {summary['seconds']} s, complete: {summary['complete']}, "
+      f"exhaustive: {summary['exhaustive']}")
 print(f"families generated {families['generated']}")
 for rule, count in families["pruned"].items():
     print(f"  pruned by {rule:<20} {count}")
+print(f"  set aside (unproven)          {sum(families.get('set_aside', {}).values())}")
 print(f"  kept                          {families['kept']}")
 print(f"complete families {families['complete']}, candidates {len(result.candidates)}: "
       f"{summary['verdicts']}")
@@ -114,22 +122,23 @@ print(f"→ candidate {best.id}: {best.verdict.verdict} ({best.verdict.method}),
       f"{best.modeled_us:.2f} µs modeled")
 
 # %% [markdown]
-# ## 3. The four rules, each on a live example
+# ## 3. The six rules, each on a live example
 #
-# `prism.search.pruning.RULES` is the rule table, in the order the rules run (cheapest first).
-# Each rule is a function from a family to `None` (keep it) or a `Pruned(rule, reason,
-# evidence)`. The evidence is whatever the rule saw, and it always includes the claim. The table
-# counts this search's prunes by rule and claim.
+# `prism.search.RULE_NAMES` lists the rule table (`prism.search.pruning.RULES`) in the order the
+# rules run, cheapest first. Each rule is a function from a family to `None` (keep it) or a
+# `Pruned(rule, reason, evidence)`. Each makes one check and one claim. The evidence is whatever
+# the rule saw, and it always includes the claim. The table counts this search's prunes by rule
+# and claim.
 
 # %%
 from collections import Counter
 
-from prism.search.pruning import RULES
+from prism.search import RULE_NAMES
 
 prunes = [e for e in tracer.events if isinstance(e, FamilyPruned)]
 by_claim = Counter((e.rule, e.evidence["claim"]) for e in prunes)
 print(f"{'rule':<20} {'claim':<14} {'families':>8}")
-for rule in RULES:
+for rule in RULE_NAMES:
     for (r, claim), count in sorted(by_claim.items()):
         if r == rule:
             print(f"{rule:<20} {claim:<14} {count:>8}")
@@ -145,25 +154,39 @@ def show_prune(e):
 
 
 # %% [markdown]
-# ### 3.1 structural
+# ### 3.1 Dead ends: cannot_close, dead_end_inputs, dead_end_output
 #
-# The cheapest rule reads only the family's shape. It is really several small checks, and the
-# evidence names which one fired. Two kinds of claim appear. *Dead ends* can never become a
-# program of the target: the caps leave no room to finish the block, or no kernel can follow.
-# These claim `no_equivalent`. *Redundancies*, such as `div(x, x)`, a tensor computed twice, or
-# one accumulated twice, do have members that compute the target. But a simpler program computes
-# the same thing at least as fast, so they claim `not_better`. Here is one example of each check:
+# The three cheapest rules find families that can never become a program of the target within
+# the caps. Each claims `no_equivalent`:
+#
+# - `cannot_close` counts the tensors of the open block graph that no op reads yet. A block graph
+#   stores exactly one of them, and each further op makes one tensor and reads at most two, so it
+#   lowers that count by at most one. When more tensors wait than the op cap leaves ops for, the
+#   block graph can never be stored.
+# - `dead_end_inputs` looks at a custom kernel as it is opened. If it is the last kernel the caps
+#   allow, it must make a target output, so it must reach every input that output reads. The
+#   evidence names the inputs it misses.
+# - `dead_end_output` looks at a kernel tensor just made when no kernel can follow it. That
+#   tensor must be a target output. Whether it is, is read in the target's e-graph of section
+#   3.2: its expression must be equal to the target's under the axioms. The evidence says whether
+#   that e-graph saturated, because only then is a miss a proof.
+#
+# These three used to be one rule, `structural`, with more checks inside it, told apart by a
+# string in the evidence. As entries of their own in the rule table, each can be switched off,
+# counted and audited by its name. Here is the first family each one pruned:
 
 # %%
-examples = {}
-for e in prunes:
-    if e.rule == "structural":
-        examples.setdefault(e.evidence["check"], []).append(e)
-for check, found in examples.items():
-    print(f"— {check}: {len(found)} families")
+for rule in ("cannot_close", "dead_end_inputs", "dead_end_output"):
+    found = [e for e in prunes if e.rule == rule]
+    print(f"— {rule}: {len(found)} families")
     show_prune(found[0])
 
 # %% [markdown]
+# Read each example with its path in mind (the explorer in section 5 shows it). For
+# `cannot_close`, count the open block graph's ops against the cap. For `dead_end_inputs`, the
+# caps allow one more kernel, and what it loads does not reach every input. For
+# `dead_end_output`, the kernel just made is the last one, and its expression is not the target.
+#
 # ### 3.2 abstract_expression
 #
 # This rule asks what the family's newest tensor *computes*. Every tensor carries an abstract
@@ -177,24 +200,52 @@ abstract = [e for e in prunes if e.rule == "abstract_expression"]
 show_prune(abstract[0])
 
 # %% [markdown]
+# The `saturated` line matters. The e-graph is grown by applying every axiom until nothing new
+# appears, under a limit of iterations and e-nodes (`SearchConfig.abstract_limits`). A miss in a
+# *saturated* e-graph is a proof, relative to the axioms. A miss in one that stopped at a limit
+# proves nothing, since the expression might have appeared one iteration later. Then the two rules
+# that read the e-graph, `abstract_expression` and `dead_end_output`, take the same decision with
+# the claim `unproven`: the family is set aside, and the search is not exhaustive.
+#
+# To see it, stop the target's e-graph one iteration before it saturates. By the definition of
+# saturation, the last iteration added nothing, so this e-graph holds exactly the same
+# expressions, and the search drops exactly the same families. What changes is what it can claim:
+
+# %%
+from prism.search.abstract import AbstractLimits, AbstractTarget
+
+grown = AbstractTarget(workload.graph).report
+print(f"the target's e-graph: {grown.stop_reason} after {grown.iterations} iterations, "
+      f"{grown.nodes} e-nodes")
+early = SearchConfig(**SEARCH, abstract_limits=AbstractLimits(iterations=grown.iterations - 1))
+stopped = search(workload.graph, early)
+stopped_summary = stopped.summary()
+print(f"stopped after {grown.iterations - 1}: {stopped.generated} families generated "
+      f"(saturated: {result.generated}), exhaustive: {stopped_summary['exhaustive']}")
+for rule, count in stopped_summary["families"]["set_aside"].items():
+    print(f"  set aside by {rule:<20} {count} (unproven)")
+print("note:", stopped.notes[0])
+
+# %% [markdown]
 # ### 3.3 hardware
 #
-# On the default device limits (`prism.search.Device()`, whose shared memory is printed below) every
-# family of this small search fits, so the hardware rule pruned nothing above. It fires on a smaller
-# device. When a block graph is stored, z3 decides whether *any* assignment of the grid size, the
-# loop range and the map bits satisfies every limit: tiles divide evenly, they fit in shared memory,
-# and matmul tiles are at least the device's minimum matmul tile. If none does, the family is
-# pruned, and the **unsat core** is the evidence. It is a set of constraints that cannot all hold
-# together.
+# On the default device, `config.device` (an H100: `prism.cost.get_device("h100")`, whose shared
+# memory per block is printed below), every family of this small search fits, so the hardware
+# rule pruned nothing above. It fires on a smaller device, a variant of the same spec made with
+# `dataclasses.replace`. When a block graph is stored, z3 decides whether *any* assignment of the
+# grid size, the loop range and the map bits satisfies every limit: tiles divide evenly, they fit
+# in shared memory, and matmul tiles are at least the device's minimum matmul tile. If none does,
+# the family is pruned, and the **unsat core** is the evidence. It is a set of constraints that
+# cannot all hold together.
 #
 # The core's tile expressions are long because every map entry is still a 0/1 symbol. Their
 # middles are cut below; the full text is on the event. Read the ends of each line: which
 # tensor, and which limit.
 
 # %%
-from prism.search import Device
+import dataclasses
 
-small_device = Device(smem_bytes=SMALL_SMEM_BYTES)
+small_device = dataclasses.replace(config.device, smem_bytes=SMALL_SMEM_BYTES)
 small_config = SearchConfig(**SEARCH, device=small_device)
 small_tracer = Tracer()
 small = search(workload.graph, small_config, tracer=small_tracer)
@@ -226,8 +277,8 @@ for name, device in (("default device", config.device), ("small device", small_d
     print(f"{name} ({device.smem_bytes} B): {check_hardware(fused, device).reason}")
 
 # %% [markdown]
-# What did the small device cost? No fused kernel fits on it, so the best program is now the
-# unfused one, with its intermediate written to HBM and read back:
+# What did the small device cost? No fused kernel fits on it, so the best program now has two
+# kernels, with an intermediate written to HBM and read back:
 
 # %%
 for name, found in (("default device", result), ("small device", small)):
@@ -253,6 +304,124 @@ print(f"the incumbent {incumbent.id}: {incumbent.num_kernels} kernel(s), "
       f"{incumbent.modeled_us:.2f} µs modeled at {incumbent.assignment}")
 
 # %% [markdown]
+# ### 3.5 Two claims that were false: the checks that were removed
+#
+# The old `structural` rule had two more checks, both claiming `not_better`: a program of the
+# family is never faster than one the search builds elsewhere. That is only true if the other
+# program is really in the search space. For these two it was not.
+#
+# - `add(x, x)` and `div(x, x)`: "a simpler program computes the same", namely `2·x` and a
+#   tensor of ones. The op table has a `mul_scalar`, but the search's vocabulary has no op that
+#   scales by a constant and no constant tensors (printed below), so the simpler program cannot
+#   be written, and a family that needs `x + x` may have no twin at all.
+# - A tile accumulated twice: "one accumulator and an op after the loop compute it". RMSNorm
+#   itself is the counterexample. `rms_norm(X) = X / rms(X)` needs every element of a row (the
+#   accumulator `nored` keeps the tile) and the RMS of the whole row (`red_ld_rms`): the same tile
+#   accumulated twice, and no single accumulator gives both.
+
+# %%
+from prism.ir.ops import OPS
+
+vocabulary = SearchConfig().block_ops
+print("the search's block ops:", ", ".join(vocabulary))
+print(f"mul_scalar in the op table: {'mul_scalar' in OPS}; in the vocabulary: "
+      f"{'mul_scalar' in vocabulary}")
+
+# %% [markdown]
+# Let the audit (`prism.search.audit`, which notebook `07` takes apart) judge the second claim.
+# We write the removed check again as a rule of our own, added with `SearchConfig(rules=...)`. On
+# this notebook's target the audit finds nothing wrong: the winner accumulates each tile once,
+# and no program the check prunes is faster. So we also give the search RMSNorm alone as its
+# target, once with this notebook's block ops, and once with `div` as the only one. Each row is
+# one audit and two searches, without and with the check.
+#
+# To compare searches we cost programs the way the audit does. The search costs each candidate
+# at one assignment that fits, the first z3 finds: enough for branch and bound, but not always
+# that member's best. `fastest` below costs every proved program at every assignment of powers
+# of two that fits (`feasible_assignments` lists them, checking the limits tile by tile) and
+# keeps the lowest.
+
+# %%
+from prism.cost import modeled
+from prism.ir.spec import substitute_graph
+from prism.search import audit
+from prism.search.audit import feasible_assignments
+from prism.search.pruning import Pruned
+
+OLD_CHECK = "accumulated_twice"
+
+
+def accumulated_twice(ctx, family):
+    """The removed check: a tile that an accumulator already reads is accumulated again."""
+    if family.level != "block" or family.kind not in ctx.config.accumulators:
+        return None
+    tile = family.block.tensors[family.operands[0]].name
+    kinds = [op.kind for op in family.block.ops
+             if op.kind in ctx.config.accumulators and op.inputs == (tile,)]
+    if len(kinds) < 2:
+        return None
+    return Pruned(OLD_CHECK, f"{tile} is accumulated twice ({', '.join(kinds)}): one "
+                  "accumulator and a post-loop op compute it", {"claim": "not_better"})
+
+
+g = prism.Graph("rms_norm")
+g.output(g.rms_norm(g.input("X", SHAPES["X"])))
+rms_target = g.build()
+
+
+def fastest(graphs, device):
+    """(µs, program): the lowest modeled latency of these programs over the assignments (powers
+    of two) that fit the device, or None when none fits."""
+    costs = [(modeled(substitute_graph(graph, env), device).latency_us, i)
+             for i, graph in enumerate(graphs) for env in feasible_assignments(graph, device)]
+    return None if not costs else (min(costs)[0], graphs[min(costs)[1]])
+
+
+def kernels(found, device=config.device):
+    us, graph = fastest([c.graph for c in found.equivalent], device)
+    ops = " + ".join(op.kind for op in graph.ops if op.kind not in ("input", "output"))
+    return f"{ops} {us:.2f} µs"
+
+
+old_checks = {}
+print(f"{'target':<15} {'block ops':<21} {'prunes':>6}  {'audit':<8} "
+      f"{'best without the check':<26} best with it (modeled)")
+for name, target, block_ops in (("rmsnorm_matmul", workload.graph, SEARCH["block_ops"]),
+                                ("rms_norm", rms_target, SEARCH["block_ops"]),
+                                ("rms_norm", rms_target, ("div",))):
+    base = dataclasses.replace(config, block_ops=block_ops)
+    checked = dataclasses.replace(base, rules=((OLD_CHECK, accumulated_twice),))
+    report = audit(target, OLD_CHECK, checked)
+    without, with_check = search(target, base), search(target, checked)
+    old_checks[name, block_ops] = (report, without, with_check)
+    print(f"{name:<15} {', '.join(block_ops):<21} {report.pruned:>6}  "
+          f"{'sound' if report.sound else 'unsound':<8} {kernels(without):<26} "
+          f"{kernels(with_check)}")
+
+# %% [markdown]
+# With the block op `rms_norm` in the vocabulary, a block can normalize a tile that holds whole
+# rows, a twin as fast as the two accumulators, so on these targets the claim happens to hold.
+# Take that op away and the audit finds programs under the check's prunes that are faster than
+# anything the search keeps. With the check on, the search returns the library's `rms_norm`
+# instead, three launches (notebook `01`). Here is the fastest program the audit found:
+
+# %%
+from prism.ir.serialize import graph_from_json
+
+unsound, _, _ = old_checks["rms_norm", ("div",)]
+lost = min(unsound.wrong, key=lambda f: fastest([graph_from_json(f["graph"])], config.device)[0])
+lost_graph = graph_from_json(lost["graph"])
+((_, lost_block),) = lost_graph.iter_blocks()
+print(f"{lost['candidate']} under {lost['family']}: {lost['finding']}")
+print("  its block ops:", ", ".join(f"{op.kind}({', '.join(op.inputs)})"
+                                    for op in lost_block.ops if op.kind not in ("input", "output")))
+
+# %% [markdown]
+# A claim speaks for the whole search space, not for the workload at hand: an audit that passes
+# on one workload is evidence, not a proof. The check had no proof, so it is gone, and so is the
+# other one. The one redundancy that needs no claim, the same op on the same operands twice, needs
+# no rule either: the generator's canonical order (`prism.search.generate`) never builds it.
+#
 # ## 4. What each rule saves: switch it off and count
 #
 # `SearchConfig(disabled={...})` switches rules off. For each rule, we run the same search
@@ -260,28 +429,26 @@ print(f"the incumbent {incumbent.id}: {incumbent.num_kernels} kernel(s), "
 # where it fires, the others on the default one. Each search with a rule off gets a family
 # budget (`ABLATION_MAX_FAMILIES`), and the `done` column says whether it finished within it.
 #
-# Look at the three kinds of work. `families` counts the families generated. `candidates` counts the
-# programs that reached the verifier, each of them proved, refuted or left undecided, which is the
-# expensive part. `proved` counts the candidates proved equivalent. A rule that fires early, such as
-# structural, saves families. A rule that fires only when a block is stored, such as hardware or
-# cost_bound, saves few families or none. What it saves is candidates: every member of a stored
-# block graph would have been instantiated and sent to the verifier. The last column compares the
-# best program's modeled latency with the rule on and off.
+# Look at the three kinds of work. `families` counts the families generated. `candidates` counts
+# the programs that reached the verifier, each of them proved, refuted or left undecided, which is
+# the expensive part. `proved` counts the candidates proved equivalent. A rule that fires early,
+# such as cannot_close, saves families. A rule that fires only when a block is stored, such as
+# hardware or cost_bound, saves few families or none. What it saves is candidates: every member
+# of a stored block graph would have been instantiated and sent to the verifier. The last column
+# compares the fastest proved program (`fastest`, section 3.5) with the rule on and off.
 
 # %%
-import dataclasses
-
 runs = {}
-for rule, base, on in (("structural", config, result), ("abstract_expression", config, result),
-                       ("hardware", small_config, small), ("cost_bound", config, result)):
+for rule in RULE_NAMES:
+    base, on = (small_config, small) if rule == "hardware" else (config, result)
     off_config = dataclasses.replace(base, disabled=frozenset({rule}),
                                      max_families=ABLATION_MAX_FAMILIES)
     runs[rule] = (on, search(workload.graph, off_config))
 
 
 def latency(found):
-    b = found.best
-    return "-" if b is None or b.modeled_us is None else f"{b.modeled_us:.2f}"
+    best = fastest([c.graph for c in found.equivalent], found.config.device)
+    return "-" if best is None else f"{best[0]:.2f}"
 
 
 print(f"{'rule off':<20} {'families':>14} {'candidates':>11} {'proved':>9} {'seconds':>12} "
@@ -295,6 +462,13 @@ for rule, (on, off) in runs.items():
           f"{done:>9}  {latency(on)} → {latency(off)}")
 
 # %% [markdown]
+# Look at the `dead_end_output` row: with it off, the search generates *fewer* families and
+# verifies more candidates. Switching off one of the two rules that read the target's e-graph
+# switches off more than the rule. The search then no longer asks the e-graph which tensor is the
+# target's output either, so that an audit of the rule does not lean on the e-graph it audits.
+# Instead any kernel tensor of the output's shape completes a program and goes to the verifier,
+# and the program ends there.
+#
 # Did the rules lose anything? A sound rule loses nothing. With it on, the search's best program
 # should be the same as with it off. Candidates keep their id inside one run only, so we compare
 # the graphs without their names: every program proved with the rule on should also be proved
@@ -318,11 +492,34 @@ for rule, (on, off) in runs.items():
           f"without it: {kept}; {len(programs(off) - programs(on))} more proved without it")
 
 # %% [markdown]
-# The programs found only with a rule off are the ones its claim covered. The structural rule
-# keeps out copies of a program in a longer form. Hardware keeps out programs that do not fit
-# the device: they are proved equivalent, but no assignment makes them run, so they have no
-# latency. Cost_bound keeps out slower programs. None of them is the best. Notebook `07` shows
-# what happens when a claim is false, and how the audit (`prism.search.audit`) finds it.
+# One `False` stands out: programs proved with `dead_end_output` on and not with it off. It is
+# not the rule that lost them, it is the other switch. Here they are, kernel by kernel:
+
+# %%
+from prism.ir.dims import shape_str
+
+on, off = runs["dead_end_output"]
+missing = programs(on) - programs(off)
+kinds = Counter(" then ".join(f"{op.kind}({', '.join(op.inputs)}) → {op.outputs[0]} "
+                              f"{shape_str(graph.shape(op.outputs[0]))}"
+                              for op in graph.ops if op.kind not in ("input", "output"))
+                for graph in missing)
+for steps, count in kinds.items():
+    print(f"{count} × {steps}")
+out_shape = workload.graph.shape(workload.graph.outputs[0])
+print(f"the target's output has the shape {shape_str(out_shape)}")
+
+# %% [markdown]
+# Each of them first runs a custom kernel that computes `rms_norm(X)`, then the library's matmul.
+# Their first kernel's output has the target's output shape, so with the e-graph out of the loop
+# the search takes it for the output, the verifier refutes that one-kernel program, and the
+# matmul after it is never added. An ablation is only as clean as its switch: read what a switch
+# changes before you read its row.
+#
+# The other programs found only with a rule off are the ones its claim covered. Hardware keeps
+# out programs that do not fit the device: they are proved equivalent, but no assignment makes
+# them run, so they have no latency. Cost_bound keeps out slower programs. None of them is the
+# best. Notebook `07` shows what happens when a claim is false, and how the audit finds it.
 #
 # ## 5. The explorer
 #
@@ -348,7 +545,12 @@ explorer
 # - A family is a partial program together with every completion of it. A prune drops all of
 #   them at once, which is why the search can cover a space it could never enumerate.
 # - Every prune carries its rule, its reason and its evidence, and the evidence states its claim:
-#   `no_equivalent`, `no_feasible` or `not_better`.
-# - Structural and abstract-expression prunes fire early and save whole subtrees. Hardware and
-#   cost-bound prunes fire when a block is stored and save the verifier's work. Switched off, a
-#   sound rule changes the amount of work, never the best program.
+#   `no_equivalent`, `no_feasible` or `not_better`. A rule that reads an e-graph that did not
+#   saturate claims nothing (`unproven`), and the search says it was not exhaustive.
+# - Each rule is one check with one claim, so it can be switched off and audited by name. A claim
+#   must hold for the whole search space: `not_better` needs the better program to be buildable,
+#   which is why the redundancy checks were removed.
+# - cannot_close, dead_end_inputs and abstract_expression fire early and save whole subtrees.
+#   dead_end_output, hardware and cost_bound fire when a kernel is finished and save the
+#   verifier's work. Switched off, a sound rule changes the amount of work, never the best
+#   program; read what else a switch changes before you read its row.

@@ -232,9 +232,11 @@ print(f"{len(AXIOMS)} axioms, evidence {dict(Counter(ax.evidence for ax in AXIOM
 # %% [markdown]
 # Take the axiom that undid the loop in step 1. An axiom is a pattern over *any* tensors, so z3
 # cannot check it once. Instead `generic_instances` enumerates every shape situation that the
-# condition admits: ranks 1 to 3, every dim index, each dim either literally 1 or a symbolic size.
-# z3 proves the identity for each situation, for all values and all sizes. The first lines below
-# show a few of those situations.
+# condition admits: every rank the IR allows (1 to 4, `prism.ir.graph.MAX_RANK`; a matmul needs
+# at least 2), every dim index, each dim either literally 1 or a symbolic size. Dims that play the
+# same part are taken in one order only, since another order states the same identity. z3 proves
+# the identity for each situation, for all values and all sizes. The first lines below show a few
+# of those situations, and which ranks they cover.
 
 # %%
 from prism.expr.instances import generic_instances
@@ -246,6 +248,8 @@ print(f"  {axiom.statement}; condition {axiom.condition}; table evidence {axiom.
 instances = list(generic_instances(axiom))
 for inst in instances[:4]:
     print("  e.g.", inst.describe())
+print("  ranks of the instances' tensors:",
+      sorted({len(info.shape) for inst in instances for info in inst.leaves.values()}))
 smt = prove_axiom(axiom, timeout_ms=SMT_TIMEOUT_MS)
 print(f"z3: {smt.status}, {smt.instances} of {len(instances)} instances: {smt.detail}")
 

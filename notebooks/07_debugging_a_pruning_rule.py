@@ -34,18 +34,23 @@ SEED = 0
 # hold a whole row of `X` next to a slice of `W` in shared memory. So the kernel walks `d` in a
 # loop, one tile at a time, and adds up the partial results. At our toy shapes a whole row would
 # fit on any real GPU, and the loop would be optional. To give the toy shapes the same squeeze,
-# we use a toy device with `SMEM_BYTES` of shared memory. z3 checks the hand-written fused kernel
+# we use a toy device: the H100's spec (`prism.cost.get_device("h100")`) with `SMEM_BYTES` of
+# shared memory per block, made with `dataclasses.replace`. The search, its hardware rule and the
+# cost model all read this one value. z3 checks the hand-written fused kernel
 # (`prism.workloads.known_best`) with its grid size `gx` and loop range `F` symbolic, and the
 # same kernel without a loop:
 
 # %%
+import dataclasses
+
 import prism
-from prism.search import Device, SearchConfig, check_hardware, search
+from prism.cost import get_device
+from prism.search import SearchConfig, check_hardware, search
 from prism.trace import Tracer
 from prism.workloads.known_best import known_best
 
 workload = prism.get_workload("rmsnorm_matmul").with_shapes(**SHAPES)
-device = Device(smem_bytes=SMEM_BYTES)
+device = dataclasses.replace(get_device("h100"), smem_bytes=SMEM_BYTES)
 fused = known_best("rmsnorm_matmul", SHAPES, grid="gx", loop="F")
 unlooped = known_best("rmsnorm_matmul", SHAPES, grid="gx", loop=1)
 for name, graph in (("with a loop over d", fused), ("without a loop", unlooped)):
@@ -125,8 +130,9 @@ def rms_needs_whole_rows(ctx, family):
 
 
 # %% [markdown]
-# `SearchConfig(rules=...)` adds it after the four built-in rules. Ours is counted, traced,
-# switchable off and auditable under its name, exactly like them. Run the search again:
+# `SearchConfig(rules=...)` adds it after the six built-in rules (`prism.search.RULE_NAMES`).
+# Ours is counted, traced, switchable off and auditable under its name, exactly like them. Run
+# the search again:
 
 # %%
 buggy = SearchConfig(**SEARCH, device=device, rules=((RULE, rms_needs_whole_rows),))
@@ -146,8 +152,8 @@ print(f"  {slower:.2f}x the plain search's best latency (modeled)")
 # The first clue is the per-rule counts. Side by side with the plain search, our rule is the only
 # new line. The other counts drop as well, but only because the families under our prunes were
 # never generated, so the other rules never saw them. Look at cost_bound in particular: with no
-# fast fused kernel proved, branch and bound had no incumbent to compare against. That is also why
-# the run with our rule proved *more* candidates than the plain one; they are slower ones.
+# fused kernel proved, the incumbent is a two-kernel program, about twice as slow, and no
+# family's lower bound is worse than that, so branch and bound pruned nothing.
 
 # %%
 counts = {name: found.summary()["families"]["pruned"] for name, found in
@@ -228,16 +234,15 @@ print(f"→ {winner.id}, {winner.modeled_us:.2f} µs modeled")
 # with the model. Programs that fit no assignment show `-`.
 
 # %%
-from prism.cost import get_device, modeled
+from prism.cost import modeled
 from prism.ir.serialize import graph_from_json
 from prism.ir.spec import substitute_graph
 from prism.search.audit import feasible_assignments
 
-cost_device = get_device(buggy.cost_device)
 ranked = []
 for finding in report.wrong:
     program = graph_from_json(finding["graph"])
-    costs = [(modeled(substitute_graph(program, env), cost_device).latency_us, env)
+    costs = [(modeled(substitute_graph(program, env), buggy.device).latency_us, env)
              for env in feasible_assignments(program, device)]
     ranked.append((min(costs, key=lambda c: c[0]) if costs else (None, None), finding, program))
 ranked.sort(key=lambda r: (r[0][0] is None, r[0][0] or 0.0))

@@ -25,3 +25,32 @@ def test_01_interprets_the_fused_kernel_to_torch_s_answer(run):
     sweep = re.findall(r"^\s+\d+\s+\d+\s+([0-9.e+-]+)$", done.text, re.M)
     assert len(sweep) == done.oracle["sweep"] and all(float(e) < 1e-9 for e in sweep)
     assert done.oracle["fused_vs_torch"] < 1e-9
+
+
+@pytest.mark.slow
+def test_01_the_cost_table_charges_each_launch_the_generated_code_makes(run):
+    done = run(STEM)
+    oracle = done.oracle
+    rows = re.findall(r"^(unfused|fused)\s+([\w:]+)\s+(\d+|-)\s+(\d+)\s+(\d+)\s+(\d+)\s+"
+                      r"([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)$", done.text, re.M)
+    unfused = [r for r in rows if r[0] == "unfused"]
+    # one row per launch the generated run() makes, counted at torch's dispatcher
+    assert len(unfused) == len(oracle["unfused_launches"]) > 2, (unfused, oracle)
+    assert [r[1] for r in unfused] == ["rms_norm:norm", "rms_norm:scale", "rms_norm:divide",
+                                       "matmul"]
+    assert oracle["unfused_launches"][:3] == ["linalg_vector_norm", "mul_", "div"]
+    assert re.search(rf"^unfused  total: [0-9.]+ µs modeled on \w+ \(roofline [0-9.]+ µs, "
+                     rf"{len(unfused)} launch\(es\)\)$", done.text, re.M)
+    # what is left over after max(memory, compute) is one launch overhead per row, and the
+    # rows add up to the total
+    for *_, memory, compute, latency in rows:
+        extra = float(latency) - max(float(memory), float(compute))
+        assert extra == pytest.approx(oracle["launch_us"], abs=0.01)
+    for name in ("unfused", "fused"):
+        total = re.search(rf"^{name}\s+total: ([0-9.]+) µs", done.text, re.M)
+        assert total and float(total[1]) == pytest.approx(
+            sum(float(r[8]) for r in rows if r[0] == name), abs=0.01 * len(rows))
+    # the eager baseline (rms_norm one launch) costs less than the generated unfused program
+    eager = re.search(r"^eager baseline ([0-9.]+) µs modeled", done.text, re.M)
+    unfused_total = re.search(r"^unfused\s+total: ([0-9.]+) µs", done.text, re.M)
+    assert eager and unfused_total and float(eager[1]) < float(unfused_total[1])

@@ -14,6 +14,8 @@ import re
 
 import pytest
 
+from prism.ir.graph import MAX_RANK
+
 STEM = "04_equivalence_proofs"
 ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+(yes|no)\s+(.*)$", re.M)
 PROOF = re.compile(r"^\s+(\d+)\. (\S+) ([→←])  ", re.M)
@@ -120,3 +122,12 @@ def test_04_the_proof_widgets_hold_the_proof_and_the_counterexample(run):
             if m.get("model_name") == "HTMLModel"]
     assert any("prism-proof" in h and "comb-part" in h and "<mark>" in h for h in html)
     assert any("prism-counterexample" in h and "not equivalent" in h for h in html)
+
+
+@pytest.mark.slow
+def test_04_the_axiom_s_instances_reach_every_rank_the_ir_allows(run):
+    # The markdown says the instances cover every rank the IR allows (a matmul from 2 up).
+    ranks = re.search(r"^  ranks of the instances' tensors: \[([0-9, ]+)\]$", run(STEM).text,
+                      re.M)
+    assert ranks, run(STEM).text
+    assert [int(r) for r in ranks[1].split(", ")] == list(range(2, MAX_RANK + 1))

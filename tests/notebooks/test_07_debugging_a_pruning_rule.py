@@ -48,8 +48,14 @@ def test_07_the_rule_costs_the_fused_kernel_by_the_cost_model(run):
 def test_07_counts_explorer_and_path_match_the_raw_events(run):
     done = run(STEM)
     oracle = done.oracle
-    row = re.search(rf"^{RULE}\s+(\d+)\s+(\d+)$", done.text, re.M)
-    assert row and int(row[1]) == 0 and int(row[2]) == oracle["pruned_events"] > 0
+    counts = {r: (int(a), int(b)) for r, a, b in
+              re.findall(r"^(\w+)\s+(\d+)\s+(\d+)$", done.text, re.M) if r in oracle["rules"]}
+    assert list(counts) == oracle["rules"]          # every built-in rule, then ours
+    row = counts[RULE]
+    assert row[0] == 0 and row[1] == oracle["pruned_events"] > 0
+    # as the prose says: with the fused kernel lost, branch and bound prunes nothing
+    assert counts["cost_bound"][0] > 0 and counts["cost_bound"][1] == 0
+    assert oracle["with_rule"]["kernels"] > 1
     assert re.search(rf"^{oracle['pruned_events']} families pruned by {RULE}:$", done.text, re.M)
     listed = re.findall(r"^  (f\d+)\s+block op \w+ = (rms_norm|red_ld_rms)\(X_tile\)$",
                         done.text, re.M)

@@ -1,15 +1,25 @@
 import json
-from prism.cost import get_device, modeled
+import re as _re
+import numpy as _np
+import torch as _torch
+from prism.cost import modeled
+from prism.expr.tensor_terms import evaluate as _evaluate
 from prism.expr.terms import parse
+from prism.ir.serialize import graph_from_json as _from_json
 from prism.ir.spec import substitute_graph
 from prism.search import audit
-from prism.search.abstract import AbstractTarget
-from prism.search.audit import feasible_assignments
-from prism.trace import FamilyGenerated as _Gen, FamilyPruned as _Pruned
+from prism.search.abstract import AbstractLimits as _Limits, AbstractTarget
+from prism.search.audit import feasible_assignments, within_limits
+from prism.trace import (CandidateRejected as _Rejected, CandidateUndecided as _Undecided,
+                         CandidateVerified as _Verified, FamilyGenerated as _Gen,
+                         FamilyPruned as _Pruned, Tracer as _Tracer)
+from prism.verify.randomized import random_test
 
 # the tree, from the raw events (not SearchState): parents, depths, the rule that pruned each
-_parent = {e.id: e.parent for e in tracer.events if isinstance(e, _Gen)}
+_gen = {e.id: e for e in tracer.events if isinstance(e, _Gen)}
+_parent = {fid: e.parent for fid, e in _gen.items()}
 _rule = {e.id: e.rule for e in tracer.events if isinstance(e, _Pruned)}
+_pruned_events = [e for e in tracer.events if isinstance(e, _Pruned)]
 
 
 def _depth(fid):
@@ -19,50 +29,178 @@ def _depth(fid):
     return d
 
 
-def _path(fid):
+def _path(fid, parent=_parent):
     out = [fid]
-    while _parent.get(out[-1]) is not None:
-        out.append(_parent[out[-1]])
+    while parent.get(out[-1]) is not None:
+        out.append(parent[out[-1]])
     return out[::-1]
 
 
-def _modeled(cand, device_name):
+def _modeled(cand, device):
     graph = substitute_graph(cand.graph, cand.assignment)
-    return modeled(graph, get_device(device_name)).latency_us
+    return modeled(graph, device).latency_us
 
 
-_counts = {}
-for e in tracer.events:
-    if isinstance(e, _Pruned):
-        _counts[e.rule] = _counts.get(e.rule, 0) + 1
-_generated = sum(1 for e in tracer.events if isinstance(e, _Gen))
-# audits: each rule's prunes re-explored and their claims checked (enumeration, the cost model)
-_audits = {rule: audit(workload.graph, rule, cfg) for rule, cfg in
-           (("structural", config), ("hardware", small_config), ("cost_bound", config))}
-_on = {"structural": result, "hardware": small, "cost_bound": result}
 _incumbent = next(c for c in result.candidates if c.id == bounded[0].evidence["incumbent"])
+_counts = {}
+for e in _pruned_events:
+    _counts[e.rule] = _counts.get(e.rule, 0) + 1
+_generated = len(_gen)
+
+# 3.1, from the path's descriptions alone (not the rules' code): what each example's rule saw
+_OP = _re.compile(r"^block op (\w+) = \w+\((.*)\)$")
+_KOP = _re.compile(r"^kernel op (\w+) = \w+\((.*)\)$")
+_OPEN = _re.compile(r"^custom kernel on (.*), symbolic grid")
+_STORE = _re.compile(r"^store \w+ as kernel tensor (\w+)")
+
+
+def _walk(fid):
+    """Kernels made (custom and pre-defined), the open block's ops and waiting tensors, and the
+    graph inputs each kernel tensor reaches, replaying the decisions on the path."""
+    reach = {t: {t} for t in workload.graph.inputs}
+    kernels, ops, waiting, sources = 0, 0, set(), []
+    for step in _path(fid):
+        text = _gen[step].description
+        if m := _OPEN.match(text):
+            kernels += 1
+            sources = m[1].split(", ")
+            ops, waiting = 0, {f"{s}_tile" for s in sources}
+        elif m := _OP.match(text):
+            ops += 1
+            waiting = (waiting - set(m[2].split(", "))) | {m[1]}
+        elif m := _STORE.match(text):
+            reach[m[1]] = set().union(*(reach[s] for s in sources))
+        elif m := _KOP.match(text):
+            kernels += 1
+            reach[m[1]] = set().union(*(reach[a] for a in m[2].split(", ")))
+    return {"kernels": kernels, "ops": ops, "waiting": len(waiting), "sources": sources,
+            "reached": sorted(set().union(*(reach[s] for s in sources))) if sources else []}
+
+
+_examples = {rule: next(e for e in _pruned_events if e.rule == rule)
+             for rule in ("cannot_close", "dead_end_inputs", "dead_end_output")}
+_rng = _np.random.default_rng(7)
+_x, _w = _rng.standard_normal(SHAPES["X"]), _rng.standard_normal(SHAPES["W"])
+_want = (_torch.nn.functional.rms_norm(_torch.tensor(_x), (_x.shape[-1],))
+         @ _torch.tensor(_w)).numpy()
+_stored = _evaluate(parse(_examples["dead_end_output"].evidence["expression"]),
+                    {"X": _x, "W": _w}, {}).array
+_dead_ends = {rule: {"id": e.id, **_walk(e.id)} for rule, e in _examples.items()}
+_dead_ends["dead_end_output"]["differs_from_torch"] = bool(
+    _stored.shape != _want.shape or _np.abs(_stored - _want).max() > 1e-6)
+
+# 3.2: one iteration short of saturation, the e-graph holds the same e-nodes and is unsaturated
 _target = AbstractTarget(workload.graph)
+_short = AbstractTarget(workload.graph, _Limits(iterations=_target.report.iterations - 1))
+
+# 3.5: the removed check, judged without the check's code: every family it prunes (in a traced
+# rerun) takes an accumulator of a tile the same block already accumulated
+_check_tracer = _Tracer()
+_rms_base = dataclasses.replace(config, block_ops=("div",),
+                                rules=((OLD_CHECK, accumulated_twice),))
+search(rms_target, _rms_base, tracer=_check_tracer)
+_cgen = {e.id: e for e in _check_tracer.events if isinstance(e, _Gen)}
+_ACC = _re.compile(r"^block op \w+ = (?:nored|red_ld_rms)\((\w+)\)$")
+
+
+def _accumulated_before(fid):
+    tile = _ACC.match(_cgen[fid].description)[1]
+    path = _path(fid, {k: e.parent for k, e in _cgen.items()})[:-1]
+    return any((m := _ACC.match(_cgen[f].description)) and m[1] == tile for f in path)
+
+
+_check_prunes = [e.id for e in _check_tracer.events
+                 if isinstance(e, _Pruned) and e.rule == OLD_CHECK]
+_lost = _from_json(lost["graph"])
+_lost_envs = feasible_assignments(_lost, config.device)
+_lost_env = min(_lost_envs, key=lambda env: modeled(substitute_graph(_lost, env),
+                                                    config.device).latency_us)
+((_, _lost_block),) = _lost.iter_blocks()
+_accs = [op.inputs for op in _lost_block.ops if op.kind in ("nored", "red_ld_rms")]
+_old = {f"{name} {', '.join(ops)}": {"sound": rep.sound, "pruned": rep.pruned}
+        for (name, ops), (rep, _, _) in old_checks.items()}
+
+
+# 4: each rule's audit, traced. The observed rule prunes nothing, so the audit's run is the
+# search with the rule off; its prunes re-explored predict that search's extra work.
+def _audit(rule, cfg):
+    t = _Tracer()
+    a = audit(workload.graph, rule, cfg, tracer=t)
+    return a, t.events
+
+
+_audits = {rule: _audit(rule, small_config if rule == "hardware" else config)
+           for rule in RULE_NAMES if rule != "abstract_expression"}
+_on = {rule: small if rule == "hardware" else result for rule in _audits}
+
+
+def _unnamed(graph):
+    return dataclasses.replace(graph, name="")
+
+
+# the programs proved with dead_end_output on but not off: a custom kernel whose output has the
+# target's output shape, then matmul; that one-kernel prefix was refuted in the audit's run
+_deo_events = _audits["dead_end_output"][1]
+_refuted_blocks = [g.custom_ops[0].block
+                   for g in (_from_json(e.graph) for e in _deo_events if isinstance(e, _Rejected))
+                   if len(g.custom_ops) == 1 and g.num_kernels == 1]
+_off_proved = {_unnamed(_from_json(e.graph)) for e in _deo_events if isinstance(e, _Verified)}
+_out_shape = workload.graph.shape(workload.graph.outputs[0])
+_missing = []
+for c in result.equivalent:
+    g = c.graph
+    if _unnamed(g) in _off_proved:
+        continue
+    steps = [op for op in g.ops if op.kind not in ("input", "output")]
+    _missing.append({"kinds": [op.kind for op in steps],
+                     "first_shape_is_output": g.shape(steps[0].outputs[0]) == _out_shape,
+                     "then_matmul_of_it": steps[-1].inputs[0] == steps[0].outputs[0],
+                     "prefix_refuted": steps[0].block in _refuted_blocks})
+
 print("ORACLE " + json.dumps({
     "generated": _generated, "pruned": _counts, "kept": _generated - sum(_counts.values()),
+    "exhaustive": not any(e.evidence.get("claim") == "unproven" for e in _pruned_events),
+    "claims": sorted({e.evidence["claim"] for e in _pruned_events}),
     "tree": [[e.id, _depth(e.id), _rule.get(e.id)]
              for e in [e for e in tracer.events if isinstance(e, _Gen)][:FIRST_EVENTS]],
     "winner_path": _path(result.best.family),
     "best": {"id": result.best.id, "kernels": result.best.graph.num_kernels,
-             "modeled_us": _modeled(result.best, config.cost_device)},
+             "modeled_us": _modeled(result.best, config.device)},
     "small_best": {"id": small.best.id, "kernels": small.best.graph.num_kernels,
-                   "modeled_us": _modeled(small.best, small_config.cost_device)},
-    "incumbent": {"id": _incumbent.id, "modeled_us": _modeled(_incumbent, config.cost_device)},
+                   "modeled_us": _modeled(small.best, small_config.device)},
+    "incumbent": {"id": _incumbent.id, "modeled_us": _modeled(_incumbent, config.device)},
+    "dead_ends": _dead_ends, "caps": {"block_ops": config.max_block_ops,
+                                      "kernels": config.max_kernel_ops},
+    "target_inputs": sorted(workload.graph.inputs),
     "abstract": {"expression": abstract[0].evidence["expression"],
                  "in_target": _target.lookup(parse(abstract[0].evidence["expression"]))
                  is not None,
                  "target_in_target": _target.lookup(parse(abstract[0].evidence["target"]))
                  is not None},
+    "egraph": {"saturated": _target.saturated, "iterations": _target.report.iterations,
+               "nodes": _target.report.nodes, "short_saturated": _short.saturated,
+               "short_nodes": _short.report.nodes},
     "fused_fits": {"default": feasible_assignments(fused, config.device),
                    "small": feasible_assignments(fused, small_device)},
+    "old_check": {"rows": _old, "prunes": len(_check_prunes),
+                  "all_accumulated_before": all(_accumulated_before(f) for f in _check_prunes),
+                  "lost_random_test": random_test(rms_target, _lost,
+                                                  assignments=[_lost_env]).equal,
+                  "lost_fits": within_limits(_lost, _lost_env, config.device),
+                  "lost_us": modeled(substitute_graph(_lost, _lost_env),
+                                     config.device).latency_us,
+                  "lost_twice_accumulated": len(_accs) != len(set(_accs)),
+                  "library_rms_norm_us": modeled(rms_target, config.device).latency_us,
+                  "library_launches": modeled(rms_target, config.device).launches},
     "audits": {rule: {"sound": a.sound, "pruned": a.pruned, "explored": a.explored,
                       "checked": a.checked, "equivalent": a.equivalent,
-                      "off_generated": _on[rule].generated + a.explored,
-                      "off_candidates": len(_on[rule].candidates) + a.checked,
-                      "off_equivalent": len(_on[rule].equivalent) + a.equivalent}
-               for rule, a in _audits.items()},
+                      "run_generated": sum(isinstance(e, _Gen) for e in events),
+                      "run_candidates": sum(isinstance(e, (_Verified, _Rejected, _Undecided))
+                                            for e in events),
+                      "run_equivalent": sum(isinstance(e, _Verified) for e in events),
+                      "on_plus_explored": _on[rule].generated + a.explored,
+                      "on_plus_checked": len(_on[rule].candidates) + a.checked,
+                      "on_plus_equivalent": len(_on[rule].equivalent) + a.equivalent}
+               for rule, (a, events) in _audits.items()},
+    "dead_end_output_missing": _missing,
     "max_families": ABLATION_MAX_FAMILIES, "small_smem": SMALL_SMEM_BYTES}))

@@ -1,14 +1,15 @@
 import dataclasses as _dc
 import json
 from prism.check import max_rel_err
-from prism.cost import get_device, modeled
+from prism.cost import modeled
 from prism.ir.spec import substitute_graph
+from prism.search import RULE_NAMES
 from prism.search.audit import within_limits
 from prism.trace import FamilyGenerated as _Gen, FamilyPruned as _Pruned
 from prism.verify.randomized import random_test
 from prism.workloads.known_best import known_best as _known_best
 
-_cost = get_device(base.cost_device)
+_cost = base.device
 
 
 def _modeled(graph, env):
@@ -41,6 +42,7 @@ print("ORACLE " + json.dumps({
     # the hand-written kernel at the winner's sizes costs what the winner costs
     "known_best_us": _modeled(_known_best("rmsnorm_matmul", SHAPES, grid=_a["gx"],
                                           loop=_a["F"]), {}),
+    "rules": [*RULE_NAMES, RULE],
     "pruned_events": sum(1 for e in buggy_tracer.events
                          if isinstance(e, _Pruned) and e.rule == RULE),
     "plain_path": _path[::-1],
