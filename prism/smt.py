@@ -688,7 +688,7 @@ class Feasibility:
 
 def hardware_feasibility(constraints: Sequence[NamedConstraint],
                          bounds: Mapping[str, tuple[int, int]], *,
-                         rlimit: int = 100_000_000) -> Feasibility:
+                         rlimit: int = 2_000_000) -> Feasibility:
     """Whether some assignment (plain variables within `bounds`, bits 0/1) satisfies every
     constraint; if not, an unsat core of constraint names."""
     z3 = _z3()

@@ -27,7 +27,6 @@ from prism.ir.spec import substitute_graph
 from prism.search.abstract import AbstractTarget
 from prism.search.config import SearchConfig
 from prism.search.generate import Callbacks, Generator, Stop
-from prism.search.hardware import check_hardware
 from prism.search.maps import instantiate
 from prism.search.pruning import Context, Family, Pruned, leaves
 from prism.search.state import Tensor
@@ -274,21 +273,25 @@ class _Run:
         return cand
 
     def _model(self, cand: Candidate) -> None:
-        """The candidate's modeled latency at an assignment that fits the device: the
-        incumbent of branch and bound."""
+        """The candidate's modeled latency at its best assignment that fits the device (sizes
+        over powers of two, the audit's enumeration, evaluated on the concrete tiles): the
+        incumbent of branch and bound. Not z3's model, which is any fitting assignment and
+        may differ from call to call; the best enumerated one is a function of the graph."""
         from prism.cost import modeled
-        hw = check_hardware(cand.graph, self.config.device)
-        if not hw.feasible or hw.assignment is None:
+        from prism.search.audit import feasible_assignments
+        best: tuple[float, dict[str, int]] | None = None
+        for env in feasible_assignments(cand.graph, self.config.device):
+            try:
+                latency = modeled(substitute_graph(cand.graph, env), self.config.device).latency_us
+            except PrismError:
+                continue
+            if best is None or latency < best[0]:
+                best = (latency, env)
+        if best is None:
             return
-        assignment = {k: int(v) for k, v in hw.assignment.items()
-                      if k in cand.graph.free_vars()}
-        try:
-            cost = modeled(substitute_graph(cand.graph, assignment), self.config.device)
-        except PrismError:
-            return
-        cand.modeled_us, cand.assignment = cost.latency_us, assignment
-        if self.ctx.incumbent_us is None or cost.latency_us < self.ctx.incumbent_us:
-            self.ctx.incumbent_us, self.ctx.incumbent_id = cost.latency_us, cand.id
+        cand.modeled_us, cand.assignment = best
+        if self.ctx.incumbent_us is None or best[0] < self.ctx.incumbent_us:
+            self.ctx.incumbent_us, self.ctx.incumbent_id = best[0], cand.id
 
     # -- running -----------------------------------------------------------------------------
 

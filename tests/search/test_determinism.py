@@ -21,8 +21,9 @@ def fingerprint(result):
     its graph."""
     return ({"generated": result.generated, "pruned": dict(result.pruned),
              "set_aside": dict(result.set_aside), "complete": result.complete},
-            [(c.id, c.verdict.verdict, c.verdict.proof_steps, repr(c.graph.to_json()))
-             for c in result.candidates])
+            [(c.id, c.verdict.verdict, c.verdict.proof_steps, repr(c.graph.to_json()),
+              c.assignment, c.modeled_us) for c in result.candidates],
+            result.best.id if result.best else None)
 
 
 def run(cases, name):
@@ -37,6 +38,14 @@ def test_a_fast_clock_changes_no_decision(cases, name, monkeypatch):
     # Every second of work reads as 10,000 s: any time limit still in a decision fires.
     monkeypatch.setattr(time, "perf_counter", lambda: start + (real() - start) * 1e4)
     assert fingerprint(run(cases, name)) == idle
+
+
+def test_what_ran_before_changes_no_decision(cases):
+    """A candidate's modeled latency (the incumbent the cost bound prunes with) is its best
+    fitting assignment, not whichever model z3 returns after the queries that came before."""
+    first = fingerprint(run(cases, "rmsnorm_matmul"))
+    run(cases, "attention")
+    assert fingerprint(run(cases, "rmsnorm_matmul")) == first
 
 
 @pytest.mark.slow
