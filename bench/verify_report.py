@@ -89,7 +89,8 @@ def mutation_report(per_file: int) -> dict[str, object]:
             if v.verdict == "unknown":
                 undecided.append(f"{label}: {m.description}")
             if v.verdict == "not_equivalent":
-                confirmed = not random_test(target, m.graph, seed=11).equal
+                # a difference seen, not only values neither side defines (nan on both)
+                confirmed = random_test(target, m.graph, seed=11).found_difference
                 counts["confirmed_by_random_test"] += confirmed
         totals.update(counts)
         print(f"  {label:<34} {dict(counts)}", flush=True)
