@@ -79,3 +79,14 @@ def test_what_the_target_does_not_compute_is_not_kept():
     assert target.lookup(parse("(sqrt (mean (square W) 1))")) is None
     assert target.output_index(parse("(div (matmul X W) (sqrt (mean (square X) 1)))")) == 0
     assert target.output_index(parse("(matmul X W)")) is None
+
+
+def test_every_corpus_graph_as_a_target_saturates(corpus_dir):
+    """Mirage's own μGraphs (84 programs written by someone else, up to three kernels) as the
+    targets of a search: the e-graph of each saturates, so its prunes would be proofs too."""
+    from prism.frontend.mirage import import_mirage
+    graphs = [g for path in sorted(corpus_dir.glob("*.json")) for g in import_mirage(path)]
+    assert len(graphs) == 84
+    for graph in graphs:
+        target = AbstractTarget(graph)
+        assert target.saturated, (graph.name, target.report)
