@@ -33,8 +33,6 @@ class Tensor:
     shape: Shape
     term: Term
     post: bool = False            # after the loop (block tensors only)
-    value: str = ""               # the computation that makes it, from the loaded tiles: two
-                                  # block tensors with equal values hold equal tiles, any maps
 
 
 @dataclass(frozen=True)
@@ -72,7 +70,7 @@ class BlockState:
             fmap = Map.symbolic(f"f_{tile}", 1, len(src.shape))
             shape = input_tile_shape(src.shape, imap, fmap, grid, loop)
             ops.append(Op.make("input", (), (tile,), {"imap": imap, "fmap": fmap}))
-            tensors.append(Tensor(tile, shape, src.term, value=tile))
+            tensors.append(Tensor(tile, shape, src.term))
         return BlockState(kernel, grid, loop, tuple(s.name for s in sources), tuple(ops),
                           tuple(tensors))
 
@@ -84,13 +82,11 @@ class BlockState:
         name = f"{kind}{len(self.tensors)}" + (f"_{self.kernel}" if self.kernel else "")
         term = op_term(kind, [self.tensors[i].term for i in operands], len(shapes[0]), {})
         post = accumulator or self.tensors[operands[0]].post
-        args = [self.tensors[i].value for i in operands]
-        value = f"{kind}({','.join(sorted(args) if kind in ('add', 'mul') else args)})"
         eqs = _equalities(kind, shapes, name)
         return replace(
             self, ops=(*self.ops, Op.make(kind, (self.tensors[i].name for i in operands),
                                           (name,))),
-            tensors=(*self.tensors, Tensor(name, shape, term, post, value)),
+            tensors=(*self.tensors, Tensor(name, shape, term, post)),
             equalities=self.equalities + eqs, last_key=key,
             compute_ops=self.compute_ops + 1,
             accumulators=self.accumulators + (1 if accumulator else 0),
