@@ -301,10 +301,10 @@ def search_config_for(graph: KernelGraph, budget_s: float,
 
     Pass a `SearchConfig` (or `--block-ops` on the command line) to search more widely. The
     device (the default one when None) sets the hardware rule's limits and the cost model."""
-    from prism.search.config import BLOCK_OPS
+    from prism.search.config import BLOCK_VOCABULARY
     used = {op.kind for op in graph.ops} | {"div", "mul"}
     return SearchConfig(budget_s=budget_s, max_block_inputs=max(3, len(graph.inputs)),
-                        block_ops=tuple(op for op in BLOCK_OPS if op in used),
+                        block_ops=tuple(op for op in BLOCK_VOCABULARY if op in used),
                         device=get_device(device) if device is not None else default_device())
 
 

@@ -15,12 +15,16 @@ positions of its axes, by name, then its data indices):
     (comb t d g)       at i: t at (pos_g := i_d div w, i_d := i_d mod w), w t's dim d
     (rep t g)          t, ignoring pos_g
     (red t g)          Σ_{p<|g|} t at pos_g := p;  (mred t g) is that / |g|
-    add, mul, square   +, ·, x·x;  relu as if x > 0 then x else 0;  (mul_scalar t c) as t · c
-    div                a · 1/b
-    exp silu gelu sqrt pow   uninterpreted functions
+    compute heads      as the op table's `smt` entry says (`prism.ir.ops.OpDef.smt`):
+      polynomial       add, sub, neg, mul, square, mul_scalar, add_scalar as +, −, ·, x·x, t·c,
+                       t + c; div as a · 1/b
+      piecewise        relu, abs, leaky_relu, clamp, maximum, minimum as z3 if-then-else terms
+      uninterpreted    exp, silu, gelu, sqrt, pow, tanh, log, ...: any function of the operands
+      reductions       sum, mean, matmul: Σ over a data index (mean: / its size); max, min and
+                       logsumexp: an uninterpreted function of the row's size and values;
+                       (rms_norm t d e) is t · 1/sqrt(mean of t² over the last dim + e) and
+                       layer_norm the same of t − mean t, the op table's definitions
     broadcasting       an operand's dim that is literally 1 is indexed at 0
-    sum, mean, matmul  Σ over a data index (mean: / its size); (rms_norm t d) is
-                       t · 1/sqrt(mean of t² over the last dim), the op table's definition
 
 A size that the analysis writes as a quotient D/g (a split dim) is a fresh Int w with D = g·w.
 
@@ -28,7 +32,7 @@ Where this differs from `evaluate` (float64):
 - reals, not floats: no rounding, no overflow, no inf or nan;
 - every divisor is ASSUMED non-zero (numpy gives inf or nan; z3's x/0 is unconstrained): each
   divisor free of summation indices is asserted ≠ 0, and a proof holds whatever 1/0 is;
-- exp, silu, gelu, sqrt and pow are any functions: what holds for every function holds for
+- exp, silu, gelu, sqrt, pow, ... are any functions: what holds for every function holds for
   them, but an identity particular to one (e^(a+b) = e^a·e^b) is not provable here (`unknown`);
 - sums are uninterpreted, with the laws below, instead of computed.
 
@@ -70,13 +74,17 @@ from prism.expr.instances import (
     float64_counterexample,
     generic_instances,
 )
-from prism.expr.tensor_terms import COMPUTE, MOVEMENT, TensorInfo
+from prism.expr.tensor_terms import COMPUTE, MOVEMENT, SYMBOLIC_PREFIX, TERM_ATTRS, TensorInfo
 from prism.expr.terms import Term
 from prism.ir.dims import Atom, Dim, DimLike, dim
 from prism.ir.graph import MAX_RANK
+from prism.ir.ops import OPS, POLY, REDUCE
 
 STATUSES = ("proved", "refuted", "unknown", "not_stated")
-UNINTERPRETED = {"exp": 1, "silu": 1, "gelu": 1, "sqrt": 1, "pow": 2}
+# The ops z3 sees as any function of their operands (the op table's `smt` is None).
+UNINTERPRETED = {n: od.arity for n, od in OPS.items() if od.compute and od.smt is None}
+# The reductions z3 sees as any function of a row (`_Encoder._row_function`).
+ROW_FUNCTIONS = frozenset({"max", "min", "logsumexp"})
 MODEL_CHARS = 2000
 _ONE = dim(1)
 
@@ -141,7 +149,7 @@ def _assumptions(notes: set[str]) -> str:
         said.append("assuming every divisor is non-zero")
     if "sum" in notes:
         said.append("using the laws of finite sums")
-    functions = sorted(notes & set(UNINTERPRETED))
+    functions = sorted(notes & (set(UNINTERPRETED) | ROW_FUNCTIONS))
     if functions:
         said.append(f"{', '.join(functions)} uninterpreted")
     return f"; {'; '.join(said)}" if said else ""
@@ -191,7 +199,7 @@ def _prove_instance(inst: Instance, timeout_ms: int, proved: dict[int, Any]
         return "proved", "", None, enc.used
     if answer.verdict == "unknown":
         return "unknown", f"z3 gave up ({answer.text})", None, enc.used
-    opaque = ", ".join(sorted(enc.used & ({"sum"} | set(UNINTERPRETED))))
+    opaque = ", ".join(sorted(enc.used & ({"sum"} | set(UNINTERPRETED) | ROW_FUNCTIONS)))
     if not opaque:
         return "refuted", "counterexample", answer.text, enc.used
     # The model interprets Σ or exp, ... freely: look for a counterexample in float64 instead.
@@ -378,12 +386,31 @@ class _Encoder:
                 for a in term.args if isinstance(self.infos.get(a), TensorInfo)]
 
     def _compute(self, term: Term, pos: dict[str, Any], idx: tuple[Any, ...]) -> _Poly:
+        """A compute head, as the op table says it reaches the solver (`OpDef.smt`)."""
         z3, head, args = self.z3, term.head, term.args
-        if head in ("sum", "mean", "matmul", "rms_norm"):
+        od = OPS[head]
+        if od.smt == REDUCE:
             return self._reduce(term, pos, idx)
         kids = self._operands(term, pos, idx)
+        attrs = {name: self.scalar(args[i].head) for i, name in TERM_ATTRS.get(head, {}).items()
+                 if name not in ("dim", "last")}
+        if od.smt == POLY:
+            return self._poly_op(head, kids, attrs)
+        if callable(od.smt):
+            return self._atom(od.smt(z3, [self.to_z3(k) for k in kids], attrs))
+        if od.smt is None and head in COMPUTE:     # any function: an uninterpreted one
+            self.used.add(head)
+            f = self._real_function(head, od.arity)
+            return self._atom(f(*[self.to_z3(k) for k in kids]))
+        raise NotStated(f"head {head!r} has no encoding")
+
+    def _poly_op(self, head: str, kids: list[_Poly], attrs: dict[str, Any]) -> _Poly:
         if head == "add":
             return kids[0] + kids[1]
+        if head == "sub":
+            return kids[0] + self._negated(kids[1])
+        if head == "neg":
+            return self._negated(kids[0])
         if head == "mul":
             return self._mul(kids[0], kids[1])
         if head == "square":
@@ -391,15 +418,13 @@ class _Encoder:
         if head == "div":
             return self._mul(kids[0], self._inverse(kids[1]))
         if head == "mul_scalar":
-            return self._mul(kids[0], self._const(z3.RealVal(args[1].head)))
-        if head == "relu":
-            x = self.to_z3(kids[0])
-            return self._atom(z3.If(x > 0, x, z3.RealVal(0)))
-        if head in UNINTERPRETED:
-            self.used.add(head)
-            f = self._real_function(head, UNINTERPRETED[head])
-            return self._atom(f(*[self.to_z3(k) for k in kids]))
-        raise NotStated(f"head {head!r} has no encoding")
+            return self._mul(kids[0], self._const(attrs["scalar"]))
+        if head == "add_scalar":
+            return kids[0] + self._const(attrs["scalar"])
+        raise NotStated(f"head {head!r} has no polynomial encoding")
+
+    def _negated(self, p: _Poly) -> _Poly:
+        return self._mul(p, self._const(self.z3.RealVal(-1)))
 
     def _reduce(self, term: Term, pos: dict[str, Any], idx: tuple[Any, ...]) -> _Poly:
         head, args = term.head, term.args
@@ -410,6 +435,17 @@ class _Encoder:
             total = self._sum(k, self.size(shape[d]), shape[d] == _ONE,
                               self.poly(args[0], pos, _put(idx, d, k)))
             return total if head == "sum" else self._scale(total, self.size(shape[d]))
+        if head in ("max", "min", "logsumexp"):
+            # Any function of the row: an uninterpreted function of its size and its values
+            # (what holds for it holds for max, min and logsumexp alike).
+            d = int(args[1].head)
+            shape = self.info(args[0]).shape
+            k = self._index()
+            body = self.to_z3(self.poly(args[0], pos, _put(idx, d, k)))
+            if shape[d] == _ONE and head != "logsumexp":
+                return self._atom(self.z3.substitute(body, (k, self.z3.IntVal(0))))
+            self.used.add(head)
+            return self._atom(self._row_function(head, k, self.size(shape[d]), body))
         if head == "matmul":
             a, b = args
             shape = self.info(a).shape
@@ -417,16 +453,45 @@ class _Encoder:
             product = self._mul(self.poly(a, pos, (*idx[:-1], k)),
                                 self.poly(b, pos, (*idx[:-2], k, idx[-1])))
             return self._sum(k, self.size(shape[-1]), shape[-1] == _ONE, product)
-        if head == "rms_norm":
+        if head in ("rms_norm", "layer_norm"):
             shape = self.info(args[0]).shape
+            n, one = self.size(shape[-1]), shape[-1] == _ONE
+            eps = self._const(self.scalar(args[2].head))
+            x = self.poly(args[0], pos, idx)
+            if head == "layer_norm":
+                k = self._index()
+                mean = self._scale(self._sum(k, n, one, self.poly(args[0], pos, (*idx[:-1], k))),
+                                   n)
+                x = x + self._negated(mean)
             k = self._index()
-            x = self.poly(args[0], pos, (*idx[:-1], k))
-            squares = self._sum(k, self.size(shape[-1]), shape[-1] == _ONE, self._mul(x, x))
+            row = self.poly(args[0], pos, (*idx[:-1], k))
+            if head == "layer_norm":
+                row = row + self._negated(mean)
+            squares = self._sum(k, n, one, self._mul(row, row))
             self.used.add("sqrt")
-            rms = self._real_function("sqrt", 1)(self.to_z3(self._scale(squares,
-                                                                        self.size(shape[-1]))))
-            return self._mul(self.poly(args[0], pos, idx), self._inverse(self._atom(rms)))
+            rms = self._real_function("sqrt", 1)(self.to_z3(self._scale(squares, n) + eps))
+            return self._mul(x, self._inverse(self._atom(rms)))
         raise NotStated(f"head {head!r} has no encoding")
+
+    def scalar(self, text: str) -> Any:
+        """A scalar atom in z3: a number as a rational constant, a generic instance's symbolic
+        scalar (`c_…`) as a real constant (an rms_norm's epsilon: a positive one), `none` as
+        None (an absent clamp bound)."""
+        if text == "none":
+            return None
+        if text.startswith(SYMBOLIC_PREFIX):
+            c = self.z3.Real(text)
+            return c
+        return self.z3.RealVal(repr(float(text)))
+
+    def _row_function(self, head: str, k: Any, n: Any, body: Any) -> Any:
+        """HEAD(n, λ b0. body): an uninterpreted function of a row's size and values."""
+        z3 = self.z3
+        b = z3.Int("b0")
+        f = self._function(head.upper(), [z3.IntSort(), z3.ArraySort(z3.IntSort(),
+                                                                      z3.RealSort())])
+        return f(n, z3.Lambda([b], z3.If(z3.And(b >= 0, b < n), z3.substitute(body, (k, b)),
+                                         z3.RealVal(0))))
 
     # -- polynomials of box sums -----------------------------------------------------------
     def _const(self, c: Any) -> _Poly:

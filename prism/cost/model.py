@@ -9,7 +9,8 @@ after another). `ModeledCost.kernels` has one entry per launch, in launch order:
 - a custom kernel: one launch of its `@triton.jit` kernel, then one launch of a *combine* kernel
   per output whose omap sums blocks (a grid dim of size > 1 that maps to no data dim);
 - a predefined op (matmul, add, sum, ...): one torch call, one launch, except rms_norm, which is
-  three (the rows' norms, their scaling to the root mean square, the division);
+  three (the rows' norms, their scaling to the root mean square, the division), six with an
+  epsilon (its scaling is four in-place launches);
 - nothing for allocations (`torch.empty`) and for `.contiguous()` of a contiguous input (inputs
   are assumed contiguous: a strided input costs a copy the model does not see).
 
@@ -63,7 +64,7 @@ from prism.cost.devices import DeviceSpec
 from prism.errors import PrismError, ShapeError
 from prism.ir.dims import dim, evaluate, shape_str
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op, Shape
-from prism.ir.ops import OPS, infer_shape, op_def
+from prism.ir.ops import OPS, infer_shape, op_def, with_defaults
 
 BYTES_PER_ELEMENT = 2   # fp16
 FP32_BYTES = 4          # a partial tile's and a row norm's elements
@@ -88,8 +89,6 @@ _FLOPS: dict[str, FlopRule] = {
     "io": lambda ins, out: 0,
     "custom": lambda ins, out: 0,                                  # its block ops count instead
 }
-# Accumulators doing more than an add per element: red_ld_rms squares, then adds.
-_ACCUM_FLOPS_PER_ELEMENT = {"red_ld_rms": 2}
 
 
 @dataclass(frozen=True)
@@ -139,8 +138,8 @@ class ModeledCost:
 
 def op_flops(kind: str, inputs: Sequence[Ints], output: Ints) -> int:
     """The FLOPs of one op (kernel or block level) on inputs and an output of these shapes."""
-    count = _FLOPS[op_def(kind).category](inputs, output)
-    return count * _ACCUM_FLOPS_PER_ELEMENT.get(kind, 1)
+    od = op_def(kind)
+    return _FLOPS[od.category](inputs, output) * od.flops
 
 
 def full_size_flops(graph: KernelGraph) -> float:
@@ -269,8 +268,12 @@ def _predefined_costs(sizes: _Sizes, op: Op, device: DeviceSpec) -> list[KernelC
     n, x_bytes = math.prod(sizes.shape(x)), sizes.nbytes(x)
     rows = n // sizes.shape(x)[-1]
     norms = rows * FP32_BYTES
+    # With an epsilon the scaling is four in-place launches on the norms: square, scale, add
+    # eps, square root.
+    scale = ["scale"] if not with_defaults(op.kind, op.attr)["eps"] else \
+        ["square", "scale", "add eps", "sqrt"]
     return [_library(name, op.kind, x_bytes + norms, 2 * n, device, "norm"),      # square, add
-            _library(name, op.kind, 2 * norms, rows, device, "scale"),
+            *(_library(name, op.kind, 2 * norms, rows, device, step) for step in scale),
             _library(name, op.kind, 2 * x_bytes + norms, n, device, "divide")]
 
 

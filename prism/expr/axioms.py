@@ -32,11 +32,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from prism.expr.rules import Facts, Rule, is_var
-from prism.expr.tensor_terms import AtomInfo, Info, TensorInfo, make_info
+from prism.expr.tensor_terms import AtomInfo, Info, TensorInfo, make_info, scalar_value
 from prism.expr.terms import Term
+from prism.ir.ops import OPS
 
-UNARY = ("exp", "silu", "relu", "gelu", "sqrt", "square")
-ELEMENTWISE = ("add", "mul", "div", "pow")
+# The op table's elementwise ops: one operand (with its scalar atoms: `(clamp ?t ?a0 ?a1)`) or two.
+# Each commutes with every data movement, which is what lets a kernel compute them on tiles.
+UNARY = tuple(n for n, od in OPS.items() if od.category in ("unary", "scalar"))
+ELEMENTWISE = tuple(n for n, od in OPS.items() if od.category == "binary")
+# Reductions over a dim commute with moving data along the others.
+REDUCTIONS = tuple(n for n, od in OPS.items() if od.category == "reduce")
+NORMS = tuple(n for n, od in OPS.items() if od.category == "norm")
+
+
+def _applied(head: str, operand: str) -> str:
+    """`(head operand ?a0 ...)`: the op on `operand` with its atoms as pattern variables (the
+    last dim's index is `?d`)."""
+    atoms = ["?d" if a == "last" else f"?a{j}" for j, a in enumerate(OPS[head].term_attrs)]
+    return f"({' '.join((head, operand, *atoms))})"
 
 
 @dataclass(frozen=True)
@@ -141,6 +154,15 @@ def _same_dim(f: Facts, a: str, b: str, d: str) -> bool:
         and x.shape[i] == y.shape[i]
 
 
+def _nonzero_atom(f: Facts, v: str) -> bool:
+    """Atom `v` is a scalar other than 0 (an epsilon that is there)."""
+    atom = f.atom(v)
+    try:
+        return atom is not None and scalar_value(atom) not in (None, 0.0)
+    except ValueError:
+        return False
+
+
 def _all_of(f: Facts, *conds: Condition) -> bool:
     return all(c(f) for c in conds)
 
@@ -149,7 +171,7 @@ WORDS: dict[str, Callable[..., bool]] = {
     "is_tensor": _is_tensor, "is_axis": _is_axis, "distinct": _distinct,
     "dim_from_end": _dim_from_end, "batch_dim": _batch_dim, "size_one": _size_one,
     "last_size_one": _last_size_one, "same_shape": _same_shape, "same_dim": _same_dim,
-    "all_of": _all_of,
+    "all_of": _all_of, "nonzero_atom": _nonzero_atom,
 }
 
 
@@ -204,6 +226,10 @@ def same_dim(a: str, b: str, d: str) -> Condition:
     return Condition("same_dim", (a, b, d))
 
 
+def nonzero_atom(v: str) -> Condition:
+    return Condition("nonzero_atom", (v,))
+
+
 def all_of(*conds: Condition) -> Condition:
     return Condition("all_of", conds)
 
@@ -240,8 +266,26 @@ _ALGEBRA = [
     _ax("matmul-div-rows", "(matmul (div ?a ?b) ?c)", "(div (matmul ?a ?c) ?b)",
         "(A / b) C = (A C) / b when b is one value per row (last dim 1)", "smt", "algebra",
         both=True, condition=last_size_one("?b")),
-    _ax("rms-norm-definition", "(rms_norm ?x ?d)", "(div ?x (sqrt (mean (square ?x) ?d)))",
+    # Without an epsilon (Mirage's rms_norm, eps 0) the definition has no `add_scalar`, so the
+    # search's RMS accumulator matches it as it is; with one, the epsilon is added.
+    _ax("rms-norm-definition", "(rms_norm ?x ?d 0.0)", "(div ?x (sqrt (mean (square ?x) ?d)))",
         "rms_norm(x) = x / sqrt(mean(x², d))", "smt", "algebra", both=True),
+    _ax("rms-norm-eps-definition", "(rms_norm ?x ?d ?e)",
+        "(div ?x (sqrt (add_scalar (mean (square ?x) ?d) ?e)))",
+        "rms_norm(x, ε) = x / sqrt(mean(x², d) + ε)", "smt", "algebra", both=True,
+        condition=nonzero_atom("?e")),
+    _ax("layer-norm-definition", "(layer_norm ?x ?d ?e)",
+        "(div (sub ?x (mean ?x ?d)) (sqrt (add_scalar (mean (square (sub ?x (mean ?x ?d))) ?d) "
+        "?e)))", "layer_norm(x, ε) = (x − mean x) / sqrt(var x + ε), over d", "smt", "algebra",
+        both=True),
+    _ax("sub-is-add-neg", "(sub ?a ?b)", "(add ?a (neg ?b))", "a − b = a + (−b)", "smt",
+        "algebra", both=True),
+    _ax("neg-is-mul-scalar", "(neg ?a)", "(mul_scalar ?a -1.0)", "−a = a · (−1)", "smt",
+        "algebra", both=True),
+    _ax("mul-scalar-matmul-left", "(matmul (mul_scalar ?a ?c) ?b)",
+        "(mul_scalar (matmul ?a ?b) ?c)", "(c·A) B = c·(A B)", "smt", "algebra", both=True),
+    _ax("mul-scalar-matmul-right", "(matmul ?a (mul_scalar ?b ?c))",
+        "(mul_scalar (matmul ?a ?b) ?c)", "A (c·B) = c·(A B)", "smt", "algebra", both=True),
 ]
 
 
@@ -249,9 +293,9 @@ def _movement() -> list[Axiom]:
     out: list[Axiom] = []
     for u in UNARY:
         out += [
-            _ax(f"{u}-part", f"({u} (part ?t ?d ?g))", f"(part ({u} ?t) ?d ?g)",
+            _ax(f"{u}-part", _applied(u, "(part ?t ?d ?g)"), f"(part {_applied(u, '?t')} ?d ?g)",
                 f"{u} commutes with splitting a dim", "smt", "unary", both=True),
-            _ax(f"{u}-rep", f"({u} (rep ?t ?g))", f"(rep ({u} ?t) ?g)",
+            _ax(f"{u}-rep", _applied(u, "(rep ?t ?g)"), f"(rep {_applied(u, '?t')} ?g)",
                 f"{u} commutes with replication", "smt", "unary", both=True),
         ]
     for op in ELEMENTWISE:
@@ -308,7 +352,7 @@ def _movement() -> list[Axiom]:
             "concatenations of different dims along different axes commute", "smt",
             "movement", both=True, condition=all_of(distinct("?d", "?e"), distinct("?g", "?h"))),
     ]
-    for r in ("sum", "mean"):
+    for r in REDUCTIONS:
         out += [
             _ax(f"{r}-rep", f"({r} (rep ?t ?g) ?d)", f"(rep ({r} ?t ?d) ?g)",
                 f"{r} over a dim commutes with replication", "smt", "reduction", both=True),
@@ -317,6 +361,16 @@ def _movement() -> list[Axiom]:
                 both=True, condition=distinct("?d", "?e")),
             _ax(f"{r}-comb-other", f"({r} (comb ?t ?e ?g) ?d)", f"(comb ({r} ?t ?d) ?e ?g)",
                 f"{r} over one dim commutes with concatenating another", "smt", "reduction",
+                both=True, condition=distinct("?d", "?e")),
+        ]
+    for n in NORMS:
+        out += [
+            _ax(f"{n.replace('_', '-')}-rep", f"({n} (rep ?t ?g) ?d ?a1)",
+                f"(rep ({n} ?t ?d ?a1) ?g)", f"{n} commutes with replication", "smt",
+                "reduction", both=True),
+            _ax(f"{n.replace('_', '-')}-part-other", f"({n} (part ?t ?e ?g) ?d ?a1)",
+                f"(part ({n} ?t ?d ?a1) ?e ?g)",
+                f"{n} over one dim commutes with splitting another", "smt", "reduction",
                 both=True, condition=distinct("?d", "?e")),
         ]
     out += [
@@ -332,11 +386,6 @@ def _movement() -> list[Axiom]:
         _ax("red-sum-commute", "(red (sum ?t ?d) ?g)", "(sum (red ?t ?g) ?d)",
             "a sum along an axis and a sum over a dim commute", "smt", "reduction",
             both=True),
-        _ax("rms-norm-rep", "(rms_norm (rep ?t ?g) ?d)", "(rep (rms_norm ?t ?d) ?g)",
-            "rms_norm commutes with replication", "smt", "reduction", both=True),
-        _ax("rms-norm-part-other", "(rms_norm (part ?t ?e ?g) ?d)", "(part (rms_norm ?t ?d) ?e ?g)",
-            "rms_norm over one dim commutes with splitting another", "smt", "reduction",
-            both=True, condition=distinct("?d", "?e")),
         _ax("red-part-commute", "(red (part ?t ?d ?h) ?g)", "(part (red ?t ?g) ?d ?h)",
             "summing along one axis commutes with splitting along another", "smt",
             "movement", both=True, condition=distinct("?g", "?h")),

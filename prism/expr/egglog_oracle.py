@@ -131,21 +131,34 @@ _SHAPE_RULES: dict[str, tuple[str, list[str], list[str]]] = {
     "mred": ("t g", [*_SAME, *_AXIS, "(!= 0 (& m bit))"],
              ["(set (shape e) s)", "(set (axes e) (^ m bit))"]),
 }
-_BY_CATEGORY: dict[str, tuple[str, list[str], list[str]]] = {
-    "unary": ("t", _SAME, _KEEP),
-    "scalar": ("t c", [*_SAME, "(scalar-atom c)"], _KEEP),
-    # rms_norm normalises the last dim only
-    "norm": ("t d", [*_SAME, "(= i (dim-index d))", "(= i (- (vec-length s) 1))"], _KEEP),
-    # sum / mean keep the reduced dim with size 1
-    "reduce": ("t d", [*_SAME, *_DIM], ["(set (shape e) (vec-set s i 1))", "(set (axes e) m)"]),
-    # [..., m, k] @ [..., k, n]: equal batch dims (the last two zeroed, the rest compared)
-    "matmul": ("a b", ["(= sa (shape a))", "(= sb (shape b))", "(= m (axes a))", "(= m (axes b))",
-                       "(= r (vec-length sa))", "(= r (vec-length sb))", "(>= r 2)",
-                       "(= (vec-get sa (- r 1)) (vec-get sb (- r 2)))",
-                       "(= (vec-set (vec-set sa (- r 1) 0) (- r 2) 0) "
-                       "(vec-set (vec-set sb (- r 1) 0) (- r 2) 0))"],
-               ["(set (shape e) (vec-set sa (- r 1) (vec-get sb (- r 1))))", "(set (axes e) m)"]),
-}
+# [..., m, k] @ [..., k, n]: equal batch dims (the last two zeroed, the rest compared)
+_MATMUL = ("a b", ["(= sa (shape a))", "(= sb (shape b))", "(= m (axes a))", "(= m (axes b))",
+                   "(= r (vec-length sa))", "(= r (vec-length sb))", "(>= r 2)",
+                   "(= (vec-get sa (- r 1)) (vec-get sb (- r 2)))",
+                   "(= (vec-set (vec-set sa (- r 1) 0) (- r 2) 0) "
+                   "(vec-set (vec-set sb (- r 1) 0) (- r 2) 0))"],
+           ["(set (shape e) (vec-set sa (- r 1) (vec-get sb (- r 1))))", "(set (axes e) m)"])
+
+
+def _compute_spec(head: str) -> tuple[str, list[str], list[str]]:
+    """The shape rule of a one-tensor compute head, from its atoms (the op table's
+    `term_attrs`): a reduced dim kept with size 1, a norm's dim the last, scalars numbers."""
+    od = OPS[head]
+    if od.category == "matmul":
+        return _MATMUL
+    children, query, actions = ["t"], list(_SAME), list(_KEEP)
+    for j, attr in enumerate(od.term_attrs):
+        if attr == "last":
+            children.append("d")
+            query += ["(= i (dim-index d))", "(= i (- (vec-length s) 1))"]
+        elif attr == "dim":
+            children.append("d")
+            query += _DIM
+            actions = ["(set (shape e) (vec-set s i 1))", "(set (axes e) m)"]
+        else:
+            children.append(f"c{j}")
+            query.append(f"(scalar-atom c{j})")
+    return " ".join(children), query, actions
 
 
 def _binary_rules(head: str, max_rank: int) -> Iterator[str]:
@@ -170,10 +183,8 @@ def analysis_rules(max_rank: int) -> list[str]:
         if category == "binary":
             out.extend(_binary_rules(head, max_rank))
             continue
-        spec = _SHAPE_RULES.get(head) or _BY_CATEGORY.get(category)
-        if spec is None:
-            raise NotImplementedError(f"no egglog shape rule for {head} ({category}); add one")
-        children, query, actions = spec
+        children, query, actions = _SHAPE_RULES[head] if head in _SHAPE_RULES else \
+            _compute_spec(head)
         node = f"(= e ({constructor(head)} {children}))"
         out.append(_rule(f"shape-{head}", [node, *query], actions, "analysis"))
     return out
@@ -213,6 +224,11 @@ class _Premises:
 
 def _distinct(p: _Premises, a: str, b: str) -> None:
     p.add(f"(!= {p.name(a)} {p.name(b)})")
+
+
+def _nonzero_atom(p: _Premises, v: str) -> None:
+    p.add(f"(scalar-atom {v})")
+    p.add(f'(!= {p.name(v)} "0.0")')
 
 
 def _dim_from_end(p: _Premises, d: str, t: str, k: int) -> None:
@@ -266,6 +282,7 @@ WORDS: dict[str, Callable[..., None]] = {
     "distinct": _distinct, "dim_from_end": _dim_from_end, "batch_dim": _batch_dim,
     "size_one": _size_one, "last_size_one": _last_size_one, "same_shape": _same_shape,
     "same_dim": _same_dim, "is_tensor": _is_tensor, "is_axis": _is_axis, "all_of": _all_of,
+    "nonzero_atom": _nonzero_atom,
 }
 
 
@@ -351,7 +368,7 @@ def _leaf_facts(leaves: Sequence[str], input_shapes: Mapping[str, Sequence[int]]
         if text in bits:
             facts += [f"(set (axis-bit {leaf}) {bits[text]})",
                       f"(set (axis-size {leaf}) {int(axis_sizes[text])})"]
-        if _is_number(text):
+        if _is_number(text) or text == "none":      # a number, or clamp's absent bound
             facts.append(f"(scalar-atom {leaf})")
     return facts
 

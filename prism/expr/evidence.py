@@ -22,7 +22,7 @@ This is evidence, not proof; `prism.smt` proves the pointwise-algebra axioms for
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +34,7 @@ from prism.expr.tensor_terms import ATOM_ARGS, Info, TensorAnalysis, TensorInfo,
 from prism.expr.terms import Term
 from prism.ir.dims import evaluate as eval_dim
 from prism.ir.graph import MAX_RANK
+from prism.ir.ops import ANY, OPS, POSITIVE
 
 AXES = ("ga", "gb")
 DIM_POOL = (1, 6, 12)
@@ -41,33 +42,22 @@ POSITIVE_DRAW = (0.5, 2.0)   # the range of a draw that must be > 0
 
 
 # -- op domains --------------------------------------------------------------------------------
-# What a value must be, for the ops that read it to be defined: any real, nonzero, or > 0.
-ANY, NONZERO, POSITIVE = 0, 1, 2
-
-# Operands on which an op is not defined for every real: √x needs x ≥ 0 and a^b (b any real, so
-# fractional) a ≥ 0, both drawn > 0; a / b needs b ≠ 0, rms_norm(x) a row of x ≠ 0.
+# What a value must be, for the ops that read it to be defined: any real, nonzero, or > 0 (the
+# op table's `domains`: √x needs x ≥ 0 and a^b, b any real so fractional, a ≥ 0, both drawn
+# > 0; a / b needs b ≠ 0; rms_norm(x) a row of x ≠ 0; ln x needs x > 0).
 OPERAND_DOMAINS: dict[str, dict[int, int]] = {
-    "sqrt": {0: POSITIVE}, "pow": {0: POSITIVE}, "div": {1: NONZERO}, "rms_norm": {0: NONZERO},
-}
-
-# What an op's operand i must be for its value to be what `need` says. Random draws are
-# continuous, so a sum or product of nonzero values is nonzero almost surely; only relu makes
-# exact zeros. Every other op gives a positive value of positive operands and passes `need` on.
-# (mul_scalar by c ≤ 0 is the exception: its value under positive draws is ≤ 0, the draw leaves
-# the domain and shows as nan, a failure.)
-_PASSES: dict[str, Callable[[int, int], int]] = {
-    "exp": lambda i, need: ANY,                                 # e^x > 0 for every x
-    "square": lambda i, need: min(need, NONZERO),               # x² > 0 iff x ≠ 0
-    "red_ld_rms": lambda i, need: min(need, NONZERO),           # √mean(x²) > 0 iff some x ≠ 0
-    "relu": lambda i, need: POSITIVE if need else ANY,          # relu(x) ≠ 0 iff x > 0
-    "pow": lambda i, need: need if i == 0 else ANY,             # a^b > 0 for a > 0, every b
-}
+    name: dict(od.domains) for name, od in OPS.items() if od.domains}
 
 
 def operand_need(head: str, i: int, need: int) -> int:
     """What operand `i` of op `head` must be, for the op to be defined there and its value to
-    be what `need` says (ANY, NONZERO or POSITIVE)."""
-    passed = _PASSES[head](i, need) if head in _PASSES else need
+    be what `need` says (ANY, NONZERO or POSITIVE). Random draws are continuous, so a sum or
+    product of nonzero values is nonzero almost surely; only relu makes exact zeros. An op passes
+    `need` on unless the op table's `passes` says otherwise (e^x > 0 for every x; x² > 0 iff
+    x ≠ 0; relu(x) ≠ 0 iff x > 0). mul_scalar by c ≤ 0 is the exception: its value under
+    positive draws is ≤ 0, the draw leaves the domain and shows as nan, a failure."""
+    od = OPS.get(head)
+    passed = od.passes(i, need) if od is not None and od.passes is not None else need
     return max(passed, OPERAND_DOMAINS.get(head, {}).get(i, ANY))
 
 
@@ -148,20 +138,12 @@ def random_evidence(ax: Axiom, *, instances: int = 10, attempts: int = 2000, see
 
 
 def _roles(p: Pattern) -> dict[str, str]:
-    """Each variable's role, from where it occurs: an axis, a dim index, or a tensor."""
+    """Each variable's role, from where it occurs: an axis, a dim index, a scalar or a tensor."""
     roles: dict[str, str] = {}
     for _, sub in p.term.subterms():
         for i, arg in enumerate(sub.args):
-            if not is_var(arg.head):
-                continue
-            role = "tensor"
-            if sub.head in ("part", "comb") and i > 0:
-                role = "dim" if i == 1 else "axis"
-            elif sub.head in ("rep", "red", "mred") and i == 1:
-                role = "axis"
-            elif sub.head in ("sum", "mean", "rms_norm") and i == 1:
-                role = "dim"
-            roles[arg.head] = role
+            if is_var(arg.head):
+                roles[arg.head] = ATOM_ARGS.get(sub.head, {}).get(i, "tensor")
     return roles
 
 
@@ -181,6 +163,8 @@ def _bind(v: str, role: str, rng: np.random.Generator) -> Term:
         return Term(str(rng.choice(AXES)), ())
     if role == "dim":
         return Term(str(rng.integers(0, MAX_RANK)), ())
+    if role == "scalar":    # a constant > 0 (an epsilon, a clamp bound, a slope, a factor)
+        return Term(repr(round(float(rng.uniform(0.1, 2.0)), 3)), ())
     term = Term(v[1:], ())
     for axis in rng.permutation(AXES)[:rng.integers(0, 3)]:
         if rng.integers(0, 2):

@@ -47,7 +47,15 @@ import numpy as np
 from prism.errors import PrismError
 from prism.expr.axioms import Axiom, Condition
 from prism.expr.rules import Rule, TermFacts, fold_data, is_var
-from prism.expr.tensor_terms import ATOM_ARGS, Info, TensorAnalysis, TensorInfo, evaluate
+from prism.expr.tensor_terms import (
+    ATOM_ARGS,
+    SYMBOLIC_PREFIX,
+    TERM_ATTRS,
+    Info,
+    TensorAnalysis,
+    TensorInfo,
+    evaluate,
+)
 from prism.expr.terms import Term
 from prism.ir.dims import Dim, dim, var
 from prism.ir.dims import evaluate as eval_dim
@@ -110,6 +118,17 @@ def roles(rule: Rule) -> dict[str, str]:
     return found
 
 
+def _optional_scalars(rule: Rule) -> set[str]:
+    """The scalar variables that stand where an op's attribute may be None (clamp's bounds)."""
+    found: set[str] = set()
+    for pattern in (rule.lhs, rule.rhs):
+        for _, sub in pattern.term.subterms():
+            for i, arg in enumerate(sub.args):
+                if is_var(arg.head) and TERM_ATTRS.get(sub.head, {}).get(i) in ("lo", "hi"):
+                    found.add(arg.head)
+    return found
+
+
 def leaf_name(var_name: str) -> str:
     return f"T_{var_name[1:]}"
 
@@ -118,11 +137,15 @@ def generic_instances(ax: Axiom) -> Iterator[Instance]:
     """Every kept generic instance of `ax`, smallest rank first."""
     rule = ax.rule()
     role = roles(rule)
-    if "scalar" in role.values():
-        raise UnsupportedPattern("a scalar variable has no symbolic stand-in in the analysis")
     tensors = [v for v in rule.vars if role[v] == "tensor"]
     dims = [v for v in rule.vars if role[v] == "dim"]
     axes = [v for v in rule.vars if role[v] == "axis"]
+    # A scalar is symbolic: one instance holds for every value (z3 reads it as a real
+    # constant); a clamp bound is also absent (`none`), a case of its own.
+    scalars = [v for v in rule.vars if role[v] == "scalar"]
+    optional = _optional_scalars(rule)
+    scalar_values = [[Term(f"{SYMBOLIC_PREFIX}{v[1:]}"), *([Term("none")] if v in optional
+                                                            else [])] for v in scalars]
     matrices = any(sub.head == "matmul" for p in (rule.lhs, rule.rhs)
                    for _, sub in p.term.subterms())
     reads_last = not _names_positions_by_index(ax.condition)
@@ -136,9 +159,12 @@ def generic_instances(ax: Axiom) -> Iterator[Instance]:
                 bound = sorted(set(names))
                 atoms = {v: Term(str(d)) for v, d in zip(dims, dim_values, strict=True)}
                 atoms |= {v: Term(n) for v, n in zip(axes, names, strict=True)}
-                for var_axes in itertools.product(_subsets(bound), repeat=len(tensors)):
-                    stacks = {v: frozenset(a) for v, a in zip(tensors, var_axes, strict=True)}
-                    yield from _shaped(rule, atoms, stacks, rank, classes, anonymous)
+                for values in itertools.product(*scalar_values):
+                    atoms |= dict(zip(scalars, values, strict=True))
+                    for var_axes in itertools.product(_subsets(bound), repeat=len(tensors)):
+                        stacks = {v: frozenset(a) for v, a in zip(tensors, var_axes,
+                                                                  strict=True)}
+                        yield from _shaped(rule, atoms, stacks, rank, classes, anonymous)
 
 
 # Condition words that read positions only through dim-index atoms (or not at all).

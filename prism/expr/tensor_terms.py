@@ -14,10 +14,11 @@ Data movement (the nesting order of several splits of one dim is outermost first
     (red t g)      Σ over the positions of axis g, removing it
     (mred t g)     mean over the positions of axis g, removing it: (red t g) / |g|
 
-Compute heads are the op table's, applied at every position of the axes:
-`(exp t) (silu t) (relu t) (gelu t) (sqrt t) (square t) (add a b) (mul a b) (div a b) (pow a b)
-(matmul a b) (sum t d) (mean t d) (mul_scalar t c) (rms_norm t d)`, the binary ones on operands
-with the same axes. `rms_norm t d` normalises over dim d (the last dim, where graphs come from).
+Compute heads are the op table's, applied at every position of the axes: `(exp t)`, `(add a b)`,
+`(matmul a b)`, ..., the binary ones on operands with the same axes; an op's attributes follow
+its operands as atoms, in the order of its `term_attrs`: `(sum t d)`, `(mul_scalar t c)`,
+`(clamp t lo hi)` (`none` for an absent bound), `(rms_norm t d eps)` over dim d (the last dim,
+where graphs come from).
 
 `TensorAnalysis` computes, for the e-graph and for the proof checker alike, each term's axes and
 its symbolic data shape (axis sizes are the dimension variables of the same names); a term that
@@ -42,9 +43,16 @@ MOVEMENT = frozenset({"part", "rep", "comb", "red", "mred"})
 COMPUTE = frozenset(name for name, od in OPS.items()
                     if od.category in ("unary", "binary", "scalar", "matmul", "reduce", "norm"))
 # Heads whose atom arguments are attributes, and where: (head → index of the atom → meaning).
-ATOM_ARGS = {"part": {1: "dim", 2: "axis"}, "comb": {1: "dim", 2: "axis"}, "rep": {1: "axis"},
-             "red": {1: "axis"}, "mred": {1: "axis"}, "sum": {1: "dim"}, "mean": {1: "dim"},
-             "rms_norm": {1: "dim"}, "mul_scalar": {1: "scalar"}}
+# A compute op's atoms are its `term_attrs` (the op table), after its tensor operands: the
+# attribute each names (`TERM_ATTRS`), read as a dim index or a scalar.
+TERM_ATTRS: dict[str, dict[int, str]] = {
+    name: {od.arity + j: a for j, a in enumerate(od.term_attrs)}
+    for name, od in OPS.items() if name in COMPUTE and od.term_attrs}
+ATOM_ARGS: dict[str, dict[int, str]] = {
+    "part": {1: "dim", 2: "axis"}, "comb": {1: "dim", 2: "axis"}, "rep": {1: "axis"},
+    "red": {1: "axis"}, "mred": {1: "axis"},
+    **{head: {i: "dim" if a in ("dim", "last") else "scalar" for i, a in attrs.items()}
+       for head, attrs in TERM_ATTRS.items()}}
 
 
 class TermLike(Protocol):
@@ -172,6 +180,9 @@ def _make(head: str, kids: tuple[Info, ...]) -> Info:
     od = OPS.get(head)
     if od is None or head not in COMPUTE:
         raise TermError(f"unknown head {head!r}")
+    if len(kids) != od.arity + len(od.term_attrs):
+        raise TermError(f"{head} takes {od.arity} tensor(s) and {len(od.term_attrs)} atom(s), "
+                        f"got {len(kids)} argument(s)")
     tensors = [k for k in kids if isinstance(k, TensorInfo)]
     if any(k.axes != t.axes for k in tensors):
         raise TermError(f"{head} of operands with different axes")
@@ -181,14 +192,31 @@ def _make(head: str, kids: tuple[Info, ...]) -> Info:
 
 def _attrs(head: str, kids: Sequence[Info], rank: int) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
-    for index, meaning in ATOM_ARGS.get(head, {}).items():
-        if meaning == "dim":
+    for index, name in TERM_ATTRS.get(head, {}).items():
+        if name == "last":
+            if _dim_index(kids[index], rank) != rank - 1:
+                raise TermError(f"{head} normalises the last dim only")
+        elif name == "dim":
             attrs["dim"] = _dim_index(kids[index], rank)
-        elif meaning == "scalar":
-            attrs["scalar"] = float(_atom(kids[index], "scalar"))
-    if head == "rms_norm" and attrs.get("dim") != rank - 1:
-        raise TermError("rms_norm normalises the last dim only")
+        else:
+            attrs[name] = scalar_value(_atom(kids[index], "scalar"))
     return attrs
+
+
+def scalar_value(text: str) -> float | None:
+    """A scalar atom's value (`none`: an absent clamp bound). A symbolic scalar of a generic
+    instance (`c_…`, `prism.expr.instances`) stands for every value; shapes never depend on
+    one, and a float64 evaluation reads it as SYMBOLIC_SCALAR (a counterexample at one value
+    refutes an identity claimed for all)."""
+    if text == "none":
+        return None
+    if text.startswith(SYMBOLIC_PREFIX):
+        return SYMBOLIC_SCALAR
+    return float(text)
+
+
+SYMBOLIC_PREFIX = "c_"
+SYMBOLIC_SCALAR = 0.7
 
 
 # -- numeric semantics ---------------------------------------------------------------------------
@@ -256,12 +284,12 @@ def _eval(t: TermLike, kids: list[Stacked | str], inputs: Mapping[str, np.ndarra
 
 def _numeric_attrs(head: str, kids: list[Stacked | str], rank: int) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
-    for index, meaning in ATOM_ARGS.get(head, {}).items():
+    for index, name in TERM_ATTRS.get(head, {}).items():
         value = str(kids[index])
-        if meaning == "dim":
+        if name == "dim":
             attrs["dim"] = int(value)
-        elif meaning == "scalar":
-            attrs["scalar"] = float(value)
+        elif name != "last":
+            attrs[name] = scalar_value(value)
     return attrs
 
 

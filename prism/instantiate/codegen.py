@@ -41,20 +41,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prism.errors import PrismError
-from prism.instantiate.lowering import (
-    KEEPS_ZERO,
-    POW_HELPER,
-    RMS_NORM_HELPER,
-    TORCH_KERNEL,
-    TRITON_ELEMENTWISE,
-)
+from prism.instantiate.lowering import POW_HELPER, RMS_NORM_HELPER
 from prism.ir.dims import evaluate
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
-from prism.ir.ops import OPS
+from prism.ir.ops import OPS, with_defaults
 from prism.ir.spec import check, substitute_graph
 
 NUM_WARPS = 4          # Prism's and Mirage's fixed 128-thread block
 MIN_DOT = 16           # tl.dot's smallest dim; tiles are padded to at least this
+NEG_INF = "float('-inf')"
 COMBINE_BLOCK = 256    # output elements one block of a combine kernel adds (2 a thread)
 
 
@@ -235,7 +230,7 @@ class _Module:
                              self.name, tuple(combines))
 
     def _predefined(self, op: Op) -> list[str]:
-        template = TORCH_KERNEL.get(op.kind)
+        template = OPS[op.kind].torch
         if template is None:
             raise CodegenError(f"kernel op {op.kind!r} has no torch lowering")
         args = [self.names(t) for t in op.inputs]
@@ -320,12 +315,15 @@ def _label(name: str) -> str:
 
 
 def _attrs(op: Op) -> dict[str, object]:
+    """The op's attributes as its lowerings read them: its own (defaults filled in), ints for
+    dims, floats for constants (the maps and sizes of io ops are not attributes here)."""
+    od = OPS[op.kind]
+    known = (*od.attrs, *od.optional)
     out: dict[str, object] = {}
-    for k, v in op.attr.items():
-        if k in ("dim", "dimx"):
-            out[k] = int(v)
-        elif k == "scalar":
-            out[k] = float(v)
+    for k, v in with_defaults(op.kind, op.attr).items():
+        if k not in known:
+            continue
+        out[k] = int(v) if k in ("dim", "dimx") else None if v is None else float(v)
     return out
 
 
@@ -516,11 +514,18 @@ class _Kernel:
         needs zeroing)."""
         if val.clean or val.padded == val.shape:
             return val.var if keep_native else val.f32
+        return self._filled(val, val.f32, "0.0")
+
+    def _filled(self, val: _Val, expr: str, fill: str) -> str:
+        """`expr`, an fp32 function of `val`'s lanes, with `val`'s padded lanes `fill` (0 before
+        a sum, −inf before a max, so padding never counts)."""
+        if val.padded == val.shape:
+            return expr
         rank = len(val.shape)
         mask = " & ".join(f"(tl.arange(0, {p}) < {n}){_bcast(rank, d)}"
                           for d, (n, p) in enumerate(zip(val.shape, val.padded, strict=True))
                           if n != p)
-        return f"tl.where({mask}, {val.f32}, 0.0)"
+        return f"tl.where({mask}, {expr}, {fill})"
 
     def _new(self, name: str, operands: Sequence[_Val], clean: bool) -> _Val:
         shape = self.tiles[name]
@@ -532,25 +537,54 @@ class _Kernel:
         name = bop.outputs[0]
         comment = (f"# {self.names(name)} = {bop.kind}({', '.join(v.var for v in xs)})"
                    + (f" {_attrs(bop)}" if _attrs(bop) else ""))
-        clean = bop.kind in KEEPS_ZERO and all(v.clean for v in xs)
+        od, attrs = OPS[bop.kind], _attrs(bop)
+        clean = od.zero_preserving(attrs) and all(v.clean for v in xs)
         if bop.kind == "matmul":
             return self._matmul(bop, xs, comment)
-        if bop.kind in ("sum", "mean", "rms_norm"):
+        if bop.kind in ("sum", "mean", "rms_norm", "layer_norm"):
             clean = True
         val = self._new(name, xs, clean)
         kind, rank = bop.kind, len(xs[0].shape)
-        if kind in TRITON_ELEMENTWISE:
-            expr = TRITON_ELEMENTWISE[kind].format(*[v.f32 for v in xs], **_attrs(bop))
+        if od.triton is not None:
+            expr = od.triton_expr([v.f32 for v in xs], attrs)
         elif kind in ("sum", "mean"):
             d = int(bop.attr["dim"])
             expr = f"tl.sum({self._zeroed(xs[0])}, axis={d}, keep_dims=True)"
             if kind == "mean":
                 expr += f" / {xs[0].shape[d]}.0"
+        elif kind in ("max", "min"):
+            d = int(bop.attr["dim"])
+            fill = NEG_INF if kind == "max" else "float('inf')"
+            expr = f"tl.{kind}({self._filled(xs[0], xs[0].f32, fill)}, axis={d}, keep_dims=True)"
+        elif kind == "logsumexp":
+            # ln Σ e^x with the max subtracted first, so no e^x overflows
+            d = int(bop.attr["dim"])
+            top = self.names.fresh(f"{val.var}_max")
+            x = xs[0].f32
+            exps = self._filled(xs[0], f"tl.exp({x} - {top})", "0.0")
+            lines = [comment, f"{top} = tl.max({self._filled(xs[0], x, NEG_INF)}, axis={d}, "
+                     "keep_dims=True)",
+                     f"{val.var} = tl.log(tl.sum({exps}, axis={d}, keep_dims=True)) + {top}"]
+            self.vals[name] = val
+            return lines, val
         elif kind == "rms_norm":
             z = self._zeroed(xs[0])
             ms = f"tl.sum({z} * {z}, axis={rank - 1}, keep_dims=True) / {xs[0].shape[-1]}.0"
-            expr = f"{xs[0].f32} / tl.sqrt({ms})"
+            eps = float(attrs["eps"])       # type: ignore[arg-type]
+            expr = f"{xs[0].f32} / tl.sqrt({ms}{f' + {eps!r}' if eps else ''})"
             val.clean = False        # a padded row is 0/0
+        elif kind == "layer_norm":
+            n, z = xs[0].shape[-1], self._zeroed(xs[0])
+            mu = self.names.fresh(f"{val.var}_mean")
+            c = self.names.fresh(f"{val.var}_centred")
+            eps = float(attrs["eps"])       # type: ignore[arg-type]
+            lines = [comment,
+                     f"{mu} = tl.sum({z}, axis={rank - 1}, keep_dims=True) / {n}.0",
+                     f"{c} = {self._filled(xs[0], f'{xs[0].f32} - {mu}', '0.0')}",
+                     f"{val.var} = {c} / tl.sqrt(tl.sum({c} * {c}, axis={rank - 1}, "
+                     f"keep_dims=True) / {n}.0 + {eps!r})"]
+            self.vals[name] = val
+            return lines, val
         else:
             raise CodegenError(f"block op {kind!r} has no Triton lowering")
         self.vals[name] = val
@@ -614,8 +648,9 @@ class _Kernel:
         if kind == "red_ld_mean":
             finish = [f"{val.var} = {val.var} / {width}.0  # mean over {width} elements a row"]
         elif kind == "red_ld_rms":
-            finish = [f"{val.var} = tl.sqrt({val.var} / {width}.0)  # rms over {width} "
-                      "elements a row"]
+            eps = float(_attrs(bop).get("eps") or 0.0)      # type: ignore[arg-type]
+            finish = [f"{val.var} = tl.sqrt({val.var} / {width}.0{f' + {eps!r}' if eps else ''})"
+                      f"  # rms over {width} elements a row"]
         self.vals[name] = val
         return init, [f"{val.var} += {step}"], finish
 

@@ -29,8 +29,14 @@ from prism.expr.egraph import EGraph, RunReport
 from prism.expr.tensor_terms import TensorAnalysis
 from prism.expr.terms import Term
 from prism.ir.graph import KernelGraph
-from prism.ir.ops import OPS
-from prism.verify.translate import ACCUMULATOR_TERMS, compute_term, leaf, translate
+from prism.ir.ops import OPS, with_defaults
+from prism.verify.translate import (
+    ACCUMULATOR_KINDS,
+    accumulator_term,
+    compute_term,
+    leaf,
+    translate,
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,17 @@ class AbstractTarget:
             rules(), iter_limit=limits.iterations, node_limit=limits.nodes)
         self.saturated = self.report.stop_reason == "saturated"
         self._memo: dict[Term, int | None] = {}
+        self.attr_choices = _attr_choices(target)
+
+    def choices(self, kind: str) -> list[dict[str, object]]:
+        """The attributes the search tries for op `kind`: none for an op without attributes;
+        else those the target's own ops of the kind have (an op with another constant
+        computes nothing the target does, up to the axioms' identities, which keep the
+        constants the target has)."""
+        od = OPS[kind]
+        if not od.attrs and not od.optional:
+            return [{}]
+        return self.attr_choices.get(kind, [] if od.attrs else [{}])
 
     def lookup(self, term: Term) -> int | None:
         """The e-class that represents `term`, or None when it is not a subexpression."""
@@ -89,11 +106,37 @@ class AbstractTarget:
         return out
 
 
+def _attr_choices(target: KernelGraph) -> dict[str, list[dict[str, object]]]:
+    """Each op kind's attribute sets in the target (its block graphs' ops included), in the
+    order they occur; an rms_norm's epsilon is also the epsilon of the RMS accumulator that
+    computes it, and a negation is a multiplication by −1."""
+    found: dict[str, list[dict[str, object]]] = {}
+
+    def add(kind: str, attrs: dict[str, object]) -> None:
+        if attrs not in found.setdefault(kind, []):
+            found[kind].append(attrs)
+
+    ops = [op for top in target.ops for op in (top.block.ops if top.block else (top,))]
+    for op in ops:
+        od = OPS.get(op.kind)
+        if od is None or op.kind in ("input", "output", "customized"):
+            continue
+        keys = (*od.attrs, *od.optional)
+        if keys:
+            full = with_defaults(op.kind, op.attr)
+            add(op.kind, {k: full[k] for k in keys})
+        if op.kind == "rms_norm":
+            add("red_ld_rms", {"eps": with_defaults(op.kind, op.attr)["eps"]})
+        if op.kind == "neg":
+            add("mul_scalar", {"scalar": -1.0})
+    return found
+
+
 def op_term(kind: str, args: Sequence[Term], rank: int, attrs: dict[str, object]) -> Term:
     """The abstract expression of a block or kernel op on operands with these expressions (the
     trivial instantiation: accumulators without a loop)."""
-    if kind in ACCUMULATOR_TERMS:
-        return ACCUMULATOR_TERMS[kind](args[0], None, leaf(rank - 1), "")
+    if kind in ACCUMULATOR_KINDS:
+        return accumulator_term(kind, args[0], None, leaf(rank - 1), "", attrs)
     if OPS[kind].category in ("io", "custom"):
         raise ValueError(f"{kind} has no abstract expression of its own")
     return compute_term(kind, list(args), rank, attrs)

@@ -20,7 +20,7 @@ from typing import Any
 
 from prism.cost.devices import DeviceSpec, default_device, get_device
 from prism.errors import PrismError, UnknownDeviceError
-from prism.ir.ops import OPS
+from prism.ir.ops import BLOCK, KERNEL, OPS
 from prism.search.abstract import AbstractLimits
 from prism.search.pruning import RULES
 from prism.verify.equiv import Limits
@@ -30,6 +30,10 @@ BLOCK_OPS = ("matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "add", "
 ACCUMULATORS = ("nored", "red_ld_sum", "red_ld_rms")
 KERNEL_OPS = ("matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "add", "mul", "div",
               "pow", "rms_norm")
+# Every op the search can place: the op table's compute ops, in a block and as a pre-defined
+# kernel op (the defaults above are Prism's vocabulary, a subset).
+BLOCK_VOCABULARY = tuple(n for n, od in OPS.items() if od.compute and BLOCK in od.levels)
+KERNEL_VOCABULARY = tuple(n for n, od in OPS.items() if od.compute and KERNEL in od.levels)
 RULE_NAMES = tuple(RULES)
 UserRule = tuple[str, Callable[[Any, Any], Any]]     # (name, rule(ctx, family) -> Pruned | None)
 
@@ -89,10 +93,10 @@ class SearchConfig:
         if not self.grid_dims or any(k not in (1, 2, 3) for k in self.grid_dims):
             out.append(f"grid_dims {self.grid_dims} must be a non-empty subset of 1, 2, 3")
         for what, names, allowed in (
-                ("block op", self.block_ops, set(BLOCK_OPS)),
+                ("block op", self.block_ops, set(BLOCK_VOCABULARY)),
                 ("accumulator", self.accumulators, {"nored", "red_ld_sum", "red_ld_mean",
                                                     "red_ld_rms"}),
-                ("kernel op", self.kernel_ops, set(KERNEL_OPS))):
+                ("kernel op", self.kernel_ops, set(KERNEL_VOCABULARY))):
             bad = [n for n in names if n not in allowed or n not in OPS]
             if bad:
                 out.append(f"unknown {what}(s) {', '.join(bad)}; choose from "

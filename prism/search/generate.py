@@ -33,9 +33,6 @@ from prism.search.config import SearchConfig
 from prism.search.pruning import RULES, Context, Family, Pruned
 from prism.search.state import BlockState, KernelState, Tensor
 
-UNARY = frozenset({"exp", "square", "sqrt", "silu", "gelu", "relu", "rms_norm"})
-COMMUTATIVE = frozenset({"add", "mul"})
-
 
 class Stop(Exception):
     """The budget ran out or the search was cancelled: unwind, keep what was found."""
@@ -119,18 +116,18 @@ class Generator:
             return
         for ext in self._order(list(self._kernel_extensions(kernel))):
             assert isinstance(ext, tuple)
-            kind, operands, key = ext
+            kind, operands, key, attrs = ext
             if kind == "customized":
                 self._open_custom(kernel, operands, key, parent)
                 continue
             try:
-                child = kernel.with_kernel_op(kind, operands, key)
+                child = kernel.with_kernel_op(kind, operands, key, attrs)
             except ShapeError:
                 continue
             args = ", ".join(kernel.tensors[i].name for i in operands)
             fam = Family(self._new_id(), parent, "kernel", kind,
-                         f"kernel op {child.tensors[-1].name} = {kind}({args})", child, None,
-                         child.tensors[-1], operands)
+                         f"kernel op {child.tensors[-1].name} = {kind}({args}{_shown(attrs)})",
+                         child, None, child.tensors[-1], operands)
             if self.visit(fam):
                 self.kernel_level(child, fam.id)
 
@@ -152,12 +149,14 @@ class Generator:
                     key = (tuple(sorted(operands, reverse=True)), 0, operands)
                     if key <= kernel.last_key:
                         continue
-                    yield ("customized", operands, key)
+                    yield ("customized", operands, key, {})
         for kind in self.cfg.kernel_ops:
-            for operands in _operand_tuples(kind, n):
-                key = (tuple(sorted(operands, reverse=True)), self.kvocab[kind], operands)
-                if key > kernel.last_key:
-                    yield (kind, operands, key)
+            for a, attrs in enumerate(self.ctx.target.choices(kind)):
+                for operands in _operand_tuples(kind, n):
+                    op_key: tuple[object, ...] = (tuple(sorted(operands, reverse=True)),
+                                                  self.kvocab[kind], operands, a)
+                    if op_key > kernel.last_key:
+                        yield (kind, operands, op_key, attrs)
 
     # -- block level --------------------------------------------------------------------------
 
@@ -182,16 +181,17 @@ class Generator:
             return
         for ext in self._order(list(self._block_extensions(block))):
             assert isinstance(ext, tuple)
-            kind, operands, key = ext
+            kind, operands, key, attrs = ext
             accumulator = OPS[kind].category == "accum"
             try:
-                child = block.extend(kind, operands, key, accumulator)
+                child = block.extend(kind, operands, key, accumulator, attrs)
             except ShapeError:
                 continue
             new = child.tensors[-1]
             args = ", ".join(block.tensors[i].name for i in operands)
             fam = Family(self._new_id(), parent, "block", kind,
-                         f"block op {new.name} = {kind}({args})", kernel, child, new, operands)
+                         f"block op {new.name} = {kind}({args}{_shown(attrs)})", kernel, child,
+                         new, operands)
             if self.visit(fam):
                 self.block_level(kernel, child, kernel_key, fam.id)
 
@@ -204,17 +204,18 @@ class Generator:
             accumulator = OPS[kind].category == "accum"
             if accumulator and block.accumulators >= self.cfg.max_accumulators:
                 continue
-            for operands in _operand_tuples(kind, n):
-                key = (tuple(sorted(operands, reverse=True)), self.vocab[kind], operands)
-                if key <= block.last_key:
-                    continue
-                posts = {block.tensors[i].post for i in operands}
-                if len(posts) > 1:      # operands all before the loop or all after it
-                    continue
-                if accumulator and (True in posts or (
-                        kind != "nored" and block.tensors[operands[0]].shape[-1] == dim(1))):
-                    continue            # never after the loop; never reduce a last dim of 1
-                yield (kind, operands, key)
+            for a, attrs in enumerate(self.ctx.target.choices(kind)):
+                for operands in _operand_tuples(kind, n):
+                    key = (tuple(sorted(operands, reverse=True)), self.vocab[kind], operands, a)
+                    if key <= block.last_key:
+                        continue
+                    posts = {block.tensors[i].post for i in operands}
+                    if len(posts) > 1:      # operands all before the loop or all after it
+                        continue
+                    if accumulator and (True in posts or (
+                            kind != "nored" and block.tensors[operands[0]].shape[-1] == dim(1))):
+                        continue            # never after the loop; never reduce a last dim of 1
+                    yield (kind, operands, key, attrs)
 
     def _try_close(self, kernel: KernelState, block: BlockState, kernel_key: tuple[object, ...],
                    parent: str) -> None:
@@ -241,11 +242,15 @@ class Generator:
                 self.kernel_level(child, fam.id)
 
 
+def _shown(attrs: dict[str, object]) -> str:
+    return "".join(f", {k}={v!r}" for k, v in attrs.items())
+
+
 def _operand_tuples(kind: str, n: int) -> Iterator[tuple[int, ...]]:
     arity = OPS[kind].arity
     if arity == 1:
         yield from ((i,) for i in range(n))
-    elif kind in COMMUTATIVE:
+    elif OPS[kind].commutative:
         yield from itertools.combinations_with_replacement(range(n), 2)
     else:
         yield from itertools.permutations(range(n), 2)

@@ -9,7 +9,9 @@ expression (`prism.search.abstract`). Every shape match decided symbolically is 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from prism.expr.terms import Term
 from prism.ir.dims import Dim, dim, var
@@ -75,17 +77,19 @@ class BlockState:
                           tuple(tensors))
 
     def extend(self, kind: str, operands: tuple[int, ...], key: tuple[object, ...],
-               accumulator: bool) -> BlockState:
-        """Add `kind` on the tensors at `operands`; ShapeError when the shapes cannot fit."""
+               accumulator: bool, attrs: Mapping[str, Any] | None = None) -> BlockState:
+        """Add `kind` (with `attrs`) on the tensors at `operands`; ShapeError when the shapes
+        cannot fit."""
+        attrs = dict(attrs or {})
         shapes = [self.tensors[i].shape for i in operands]
-        shape = infer_shape(kind, shapes, {})
+        shape = infer_shape(kind, shapes, attrs)
         name = f"{kind}{len(self.tensors)}" + (f"_{self.kernel}" if self.kernel else "")
-        term = op_term(kind, [self.tensors[i].term for i in operands], len(shapes[0]), {})
+        term = op_term(kind, [self.tensors[i].term for i in operands], len(shapes[0]), attrs)
         post = accumulator or self.tensors[operands[0]].post
         eqs = _equalities(kind, shapes, name)
         return replace(
             self, ops=(*self.ops, Op.make(kind, (self.tensors[i].name for i in operands),
-                                          (name,))),
+                                          (name,), attrs)),
             tensors=(*self.tensors, Tensor(name, shape, term, post)),
             equalities=self.equalities + eqs, last_key=key,
             compute_ops=self.compute_ops + 1,
@@ -98,7 +102,7 @@ class BlockState:
         index = {t.name: i for i, t in enumerate(self.tensors)}
         for op in self.ops[len(sources):]:
             out = out.extend(op.kind, tuple(index[t] for t in op.inputs), self.last_key,
-                             OPS[op.kind].category == "accum")
+                             OPS[op.kind].category == "accum", op.attr)
         return out
 
     @property
@@ -120,7 +124,7 @@ class BlockState:
 
     def signature(self) -> tuple[object, ...]:
         return (self.sources, len(self.grid),
-                tuple((op.kind, op.inputs) for op in self.ops if op.kind != "input"))
+                tuple((op.kind, op.inputs, op.attrs) for op in self.ops if op.kind != "input"))
 
 
 def _equalities(kind: str, shapes: list[Shape], where: str) -> tuple[Equality, ...]:
@@ -147,13 +151,14 @@ class KernelState:
     custom: int = 0
     equalities: tuple[Equality, ...] = ()
 
-    def with_kernel_op(self, kind: str, operands: tuple[int, ...], key: tuple[object, ...]
-                       ) -> KernelState:
+    def with_kernel_op(self, kind: str, operands: tuple[int, ...], key: tuple[object, ...],
+                       attrs: Mapping[str, Any] | None = None) -> KernelState:
+        attrs = dict(attrs or {})
         shapes = [self.tensors[i].shape for i in operands]
-        shape = infer_shape(kind, shapes, {})
+        shape = infer_shape(kind, shapes, attrs)
         name = f"t{len(self.tensors)}"
-        term = op_term(kind, [self.tensors[i].term for i in operands], len(shapes[0]), {})
-        op = Op.make(kind, (self.tensors[i].name for i in operands), (name,))
+        term = op_term(kind, [self.tensors[i].term for i in operands], len(shapes[0]), attrs)
+        op = Op.make(kind, (self.tensors[i].name for i in operands), (name,), attrs)
         return replace(self, tensors=(*self.tensors, Tensor(name, shape, term)),
                        ops=(*self.ops, op), last_key=key, kernels=self.kernels + 1)
 

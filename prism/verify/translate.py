@@ -7,8 +7,8 @@ Data movement becomes explicit (`prism.expr.tensor_terms` gives the meaning of e
   `(rep · F)`;
 - accumulators close the loop axis F: `nored` → `(red t F)`; `red_ld_sum` → `(sum (red t F) last)`;
   `red_ld_mean` → `(mean (mred t F) last)`; `red_ld_rms` → `(sqrt (mean (mred (square t) F) last))`
-  (the true mean, as executed); `redtox_ld_sum` → `(red (part (red t F) last k) k)` over a chunk
-  axis k;
+  (the true mean, as executed; with an epsilon e, `(sqrt (add_scalar (mean ...) e))`);
+  `redtox_ld_sum` → `(red (part (red t F) last k) k)` over a chunk axis k;
 - a block output: for each grid dim p, innermost first, `(comb t d g_p)` when the omap sends p to
   d, else `(red t g_p)`.
 
@@ -31,6 +31,7 @@ from prism.errors import PrismError, SpecError, VerifyError
 from prism.expr.terms import Term
 from prism.ir.dims import Dim, evaluate
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
+from prism.ir.ops import OPS, with_defaults
 
 GRID_AXES = ("gx", "gy", "gz")
 
@@ -92,15 +93,17 @@ def _compute(op: Op, args: list[Term], rank: int) -> Term:
 
 
 def compute_term(kind: str, args: Sequence[Term], rank: int, attrs: Mapping[str, Any]) -> Term:
-    """A compute op on operands of rank `rank`; attributes become atom arguments (a dim index,
-    a scalar)."""
-    if kind in ("sum", "mean"):
-        return Term(kind, (*args, leaf(attrs["dim"])))
-    if kind == "mul_scalar":
-        return Term(kind, (*args, leaf(repr(float(attrs["scalar"])))))
-    if kind == "rms_norm":
-        return Term(kind, (*args, leaf(rank - 1)))
-    return Term(kind, tuple(args))
+    """A compute op on operands of rank `rank`; the op's `term_attrs` become atom arguments
+    after the operands (a dim index, the last dim's, a scalar, `none` for an absent bound)."""
+    full = with_defaults(kind, attrs)
+    atoms = [leaf(rank - 1) if a == "last" else leaf(int(full[a])) if a == "dim"
+             else scalar_leaf(full[a]) for a in OPS[kind].term_attrs]
+    return Term(kind, (*args, *atoms))
+
+
+def scalar_leaf(value: Any) -> Term:
+    """A constant as an atom: its float's repr (so 2 and 2.0 are one atom), `none` for None."""
+    return leaf("none" if value is None else repr(float(value)))
 
 
 def _is_one(size: Dim) -> bool:
@@ -174,14 +177,14 @@ def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Di
             env[op.outputs[0]] = t
         elif op.kind == "output":
             continue
-        elif op.kind in ACCUMULATOR_TERMS:
+        elif op.kind in ACCUMULATOR_KINDS:
             x = env[op.inputs[0]]
             last = leaf(len(bg.shape(op.inputs[0])) - 1)
             chunk = ""
             if op.kind == "redtox_ld_sum":
                 chunk = names.name(f"k{chunks}", bg.shape(op.inputs[0])[-1] / op.attr["dimx"])
                 chunks += 1
-            env[op.outputs[0]] = ACCUMULATOR_TERMS[op.kind](x, loop, last, chunk)
+            env[op.outputs[0]] = accumulator_term(op.kind, x, loop, last, chunk, op.attr)
         else:
             env[op.outputs[0]] = _compute(op, [env[t] for t in op.inputs],
                                           len(bg.shape(op.inputs[0])))
@@ -204,12 +207,24 @@ def _over_loop(head: str, x: Term, loop: str | None) -> Term:
     return x if loop is None else Term(head, (x, leaf(loop)))
 
 
-ACCUMULATOR_TERMS = {
-    "nored": lambda x, loop, last, k: _over_loop("red", x, loop),
-    "red_ld_sum": lambda x, loop, last, k: Term("sum", (_over_loop("red", x, loop), last)),
-    "red_ld_mean": lambda x, loop, last, k: Term("mean", (_over_loop("mred", x, loop), last)),
-    "red_ld_rms": lambda x, loop, last, k: Term("sqrt", (Term("mean", (
-        _over_loop("mred", Term("square", (x,)), loop), last)),)),
-    "redtox_ld_sum": lambda x, loop, last, k: Term("red", (Term("part", (
-        _over_loop("red", x, loop), last, leaf(k))), leaf(k))),
-}
+ACCUMULATOR_KINDS = frozenset({"nored", "red_ld_sum", "red_ld_mean", "red_ld_rms",
+                               "redtox_ld_sum"})
+
+
+def accumulator_term(kind: str, x: Term, loop: str | None, last: Term, chunk: str = "",
+                     attrs: Mapping[str, Any] | None = None) -> Term:
+    """The term of accumulator `kind` folding tile `x` over loop axis `loop` (None: no loop)."""
+    if kind == "nored":
+        return _over_loop("red", x, loop)
+    if kind == "red_ld_sum":
+        return Term("sum", (_over_loop("red", x, loop), last))
+    if kind == "red_ld_mean":
+        return Term("mean", (_over_loop("mred", x, loop), last))
+    if kind == "red_ld_rms":
+        mean = Term("mean", (_over_loop("mred", Term("square", (x,)), loop), last))
+        eps = with_defaults(kind, attrs or {})["eps"]
+        return Term("sqrt", (Term("add_scalar", (mean, scalar_leaf(eps))) if eps else mean,))
+    if kind == "redtox_ld_sum":
+        return Term("red", (Term("part", (_over_loop("red", x, loop), last, leaf(chunk))),
+                            leaf(chunk)))
+    raise VerifyError(f"{kind} is not an accumulator")

@@ -30,7 +30,7 @@ def test_table_is_well_formed():
     # The sum of |g| copies is not the copy (mred, the mean, is).
     Axiom("red-of-copies", "(red (rep ?t ?g) ?g)", "?t", "wrong", "random", "test"),
     # rms without its 1/n.
-    Axiom("rms-without-mean", "(rms_norm ?x ?d)", "(div ?x (sqrt (sum (square ?x) ?d)))",
+    Axiom("rms-without-mean", "(rms_norm ?x ?d 0.0)", "(div ?x (sqrt (sum (square ?x) ?d)))",
           "wrong", "random", "test"),
     # "A batch dim is dim 0": true up to rank 3, false at rank 4 (the IR's largest).
     Axiom("batch-is-dim-0", "(part ?t ?d ?g)", "(part ?t 0 ?g)", "wrong", "random", "test",

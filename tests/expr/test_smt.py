@@ -14,10 +14,11 @@ from prism import smt
 from prism.expr import instances
 from prism.expr.axioms import AXIOMS, AXIOMS_BY_NAME, Axiom, batch_dim, distinct, size_one
 from prism.expr.instances import generic_instances
-from prism.expr.tensor_terms import TensorInfo, evaluate
+from prism.expr.tensor_terms import SYMBOLIC_PREFIX, SYMBOLIC_SCALAR, TensorInfo, evaluate
 from prism.expr.terms import Term
 from prism.ir.dims import evaluate as eval_dim
 from prism.ir.graph import MAX_RANK
+from prism.ir.ops import OPS
 from prism.smt import STATUSES, prove_axiom
 
 
@@ -87,7 +88,7 @@ def test_an_axiom_that_never_applies_is_refuted():
 
 @pytest.mark.parametrize("axiom", [
     # rms without its 1/n.
-    wrong("rms-without-mean", "(rms_norm ?x ?d)", "(div ?x (sqrt (sum (square ?x) ?d)))"),
+    wrong("rms-without-mean", "(rms_norm ?x ?d 0.0)", "(div ?x (sqrt (sum (square ?x) ?d)))"),
     # The sum of the chunk means is not the sum.
     wrong("sum-of-chunk-means", "(sum (mred (part ?t ?d ?g) ?g) ?d)", "(sum ?t ?d)"),
     # pow does not commute.
@@ -183,10 +184,21 @@ def test_axes_of_variables_and_equal_or_distinct_axis_names():
 
 
 def test_what_is_not_encoded_is_not_stated():
-    result = prove_axiom(wrong("scalar", "(mul_scalar ?a ?c)", "(mul_scalar ?a ?c)"))
+    result = prove_axiom(wrong("two-roles", "(sum ?a ?a)", "?a"))
     assert result.status == "not_stated"
     result = prove_axiom(wrong("unknown-head", "(transpose ?a)", "?a"))
     assert result.status == "not_stated" and "transpose" in result.detail
+
+
+def test_a_scalar_variable_stands_for_every_value():
+    # x·c + x·c = x·(c + c) is not in the table; x·c = x·d is false for c ≠ d
+    assert prove_axiom(wrong("scalar", "(add (mul_scalar ?a ?c) (mul_scalar ?a ?c))",
+                             "(mul_scalar (add ?a ?a) ?c)")).status == "proved"
+    assert prove_axiom(wrong("scalar-twice", "(mul_scalar ?a ?c)",
+                             "(mul_scalar (mul_scalar ?a ?c) ?c)")).status == "refuted"
+    # clamp's absent bound is a case of its own: min(x, hi) is not max(x, lo)
+    assert prove_axiom(wrong("clamp-bounds", "(clamp ?a ?l ?h)",
+                             "(clamp (clamp ?a ?l none) none ?h)")).status == "proved"
 
 
 # -- the encoding is the definition: z3's terms, evaluated, agree with `evaluate` ----------------
@@ -207,6 +219,13 @@ def z3_value(e, tensors, functions):
             body = z3.substitute_vars(lam.body(), *[z3.IntVal(i) for i in reversed(point)])
             total += z3_value(body, tensors, functions)
         return total
+    if name in ROWS:        # MAX, MIN, LOGSUMEXP of a row: (its size, λ its values)
+        n, lam = kids
+        row = [z3_value(z3.substitute_vars(lam.body(), z3.IntVal(i)), tensors, functions)
+               for i in range(z3_value(n, tensors, functions))]
+        return ROWS[name](row)
+    if name.startswith(SYMBOLIC_PREFIX):    # a generic instance's scalar, as evaluate reads it
+        return SYMBOLIC_SCALAR
     if kind == z3.Z3_OP_ITE:
         branch = kids[1] if z3_value(kids[0], tensors, functions) else kids[2]
         return z3_value(branch, tensors, functions)
@@ -224,9 +243,11 @@ def z3_value(e, tensors, functions):
     return ops[kind](values)
 
 
-FUNCTIONS = {"exp": math.exp, "sqrt": math.sqrt, "pow": lambda a, b: a ** b,
-             "silu": lambda x: x / (1 + math.exp(-x)),
-             "gelu": lambda x: 0.5 * x * (1 + math.erf(x / math.sqrt(2)))}
+FUNCTIONS = {name: (lambda od: lambda *xs: float(od.reference(
+    [np.asarray(x, dtype=np.float64) for x in xs], {}, 0)))(OPS[name])
+    for name in smt.UNINTERPRETED}
+ROWS = {"MAX": max, "MIN": min,
+        "LOGSUMEXP": lambda row: math.log(sum(math.exp(v) for v in row))}
 
 
 def replace_leaves(term, leaves):

@@ -37,7 +37,6 @@ from prism.errors import PrismError
 from prism.frontend.builder import Block, Graph, Tensor
 from prism.instantiate import triton_backend
 from prism.instantiate.codegen import CodegenError, Namer, generate
-from prism.instantiate.lowering import TORCH_KERNEL, TRITON_ELEMENTWISE, TRITON_STRUCTURAL
 from prism.ir.graph import BlockGraph, KernelGraph, Op
 from prism.ir.interpret import interpret
 from prism.ir.ops import BLOCK, COMPUTE_CATEGORIES, OPS
@@ -67,12 +66,12 @@ def fields(template: str) -> tuple[set[int], set[str]]:
 def test_every_compute_op_has_a_torch_lowering_of_its_arity_and_attributes():
     compute = {n for n, od in OPS.items() if od.category in COMPUTE_CATEGORIES}
     assert compute, "no compute ops in the op table?"
-    assert compute - set(TORCH_KERNEL) == set(), "compute ops without a torch lowering"
-    assert set(TORCH_KERNEL) - compute == set(), "torch lowerings of no compute op"
-    for name, template in TORCH_KERNEL.items():
+    for name in compute:
+        template = OPS[name].torch
+        assert template, f"{name} has no torch lowering"
         positional, named = fields(template)
         assert positional == set(range(OPS[name].arity)), name
-        assert named <= set(OPS[name].attrs), name
+        assert named <= set(OPS[name].attrs) | set(OPS[name].optional), name
 
 
 def test_every_block_op_and_accumulator_has_a_triton_lowering():
@@ -81,14 +80,13 @@ def test_every_block_op_and_accumulator_has_a_triton_lowering():
     accums = {n for n, od in OPS.items() if od.category == "accum"}
     assert accums == {"nored", "red_ld_sum", "red_ld_mean", "red_ld_rms", "redtox_ld_sum"}
     assert accums <= block
-    lowered = set(TRITON_ELEMENTWISE) | set(TRITON_STRUCTURAL)
-    assert block - lowered == set(), "block ops without a Triton lowering"
-    assert lowered - block == set(), "Triton lowerings of no block op"
-    assert set(TRITON_ELEMENTWISE).isdisjoint(TRITON_STRUCTURAL)
-    for name, template in TRITON_ELEMENTWISE.items():
-        positional, named = fields(template)
-        assert positional == set(range(OPS[name].arity)), name
-        assert named <= set(OPS[name].attrs), name
+    for name in block:
+        od = OPS[name]
+        assert (od.triton is None) == od.structural, name
+        if isinstance(od.triton, str):
+            positional, named = fields(od.triton)
+            assert positional == set(range(od.arity)), name
+            assert {n.split("!")[0] for n in named} <= set(od.attrs), name
 
 
 # -- names ----------------------------------------------------------------------------------------
