@@ -105,8 +105,10 @@ def module_tensors(module: Any) -> list[tuple[str, Any]]:
 
 
 def input_name(path: str) -> str:
-    """The graph input of a module tensor: its path with dots as underscores."""
-    return path.replace(".", "_")
+    """The graph input of a module tensor: its path as an identifier (`fc1.weight` →
+    `fc1_weight`, `0.weight` → `t_0_weight`)."""
+    base = re.sub(r"\W", "_", path) or "t"
+    return f"t_{base}" if base[0].isdigit() else base
 
 
 def _trace_with_layouts(root: Any, name: str, shapes: dict[str, IntShape],
@@ -314,9 +316,7 @@ class _Lowering:
 
     def fresh(self, base: str) -> str:
         """A tensor name not used yet in this graph, spelled like `base` (an identifier)."""
-        base = re.sub(r"\W", "_", str(base)) or "t"
-        if base[0].isdigit():
-            base = f"t_{base}"
+        base = input_name(str(base))
         name, n = base, 0
         while name in self._used:
             n += 1
@@ -349,7 +349,7 @@ class _Lowering:
 
     def _values(self, args: Any) -> Any:
         from torch.fx.node import map_arg
-        return map_arg(args, lambda n: self.values[n])  # type: ignore[arg-type, return-value]
+        return map_arg(args, lambda n: self.values[n])
 
     def _outputs(self, result: Any) -> None:
         from torch.fx import Node
@@ -516,8 +516,10 @@ def _spellings() -> tuple[str, ...]:
 
 
 def _nearest(op: str) -> str:
+    """The supported spelling closest to `op` by its last name (a method's among methods)."""
     short = op.rsplit(".", 1)[-1]
-    by_name = {s.rsplit(".", 1)[-1]: s for s in _spellings()}
+    kin = [s for s in _spellings() if s.startswith("Tensor.") == op.startswith("Tensor.")]
+    by_name = {s.rsplit(".", 1)[-1]: s for s in kin}
     close = difflib.get_close_matches(short, list(by_name), n=1, cutoff=0.6) or \
         difflib.get_close_matches(op, list(_spellings()), n=1, cutoff=0.5)
     hint = by_name.get(close[0], close[0]) if close else None

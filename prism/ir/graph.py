@@ -313,7 +313,7 @@ class KernelGraph(_Graph):
                 raise InputError(f"input {t} has shape {a.shape}; the traced function takes "
                                  f"{view.shape}")
             ir = tuple(d.value for d in self.shape(t))
-            out.append(np.transpose(a, view.perm or None).reshape(ir))
+            out.append((np.transpose(a, view.perm) if view.perm else a).reshape(ir))
         return out
 
     def to_user(self, outputs: Sequence[Any]) -> list[Any]:
@@ -385,8 +385,10 @@ def _interface_problem(g: KernelGraph) -> str:
             ir = tuple(d.value for d in shape)
             if not all(isinstance(n, int) and n >= 1 for n in view.shape) or \
                     math.prod(view.shape) != math.prod(ir):
-                return f"{kind} {t}'s view {list(view.shape)} does not have the elements of {list(ir)}"
-            if view.perm and (kind == "output" or sorted(view.perm) != list(range(len(view.shape)))):
+                return f"{kind} {t}'s view {list(view.shape)} does not have the elements of " \
+                       f"{list(ir)}"
+            rank = len(view.shape)
+            if view.perm and (kind == "output" or sorted(view.perm) != list(range(rank))):
                 return f"{kind} {t}'s view has the permutation {list(view.perm)}, " \
                        f"not one of its {len(view.shape)} dims"
             if kind == "input" and view.strides(ir) is None:
