@@ -303,7 +303,7 @@ class _Module:
         if re.search(r"\b(dtype|device)\)", "\n".join(launch)):
             run.append(f"    dtype, device = {first}.dtype, {first}.device")
         run += ["    " + line for line in launch]
-        for i, (var, t) in enumerate(zip(outs, g.outputs, strict=True)):
+        for i, var in enumerate(outs):
             view = g.output_view(i)
             if view is not None:
                 run.append(f"    {var} = {var}.reshape({view.shape!r})  # as the traced function "
