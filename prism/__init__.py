@@ -25,7 +25,7 @@ from prism.ir import BlockGraph, KernelGraph, Map, check, interpret
 
 if TYPE_CHECKING:
     from prism.frontend.mirage import import_mirage
-    from prism.frontend.workload import Workload, workload
+    from prism.frontend.workload import Workload, from_module, workload
     from prism.pipeline import superoptimize
     from prism.search.config import SearchConfig
     from prism.verify.equiv import Verdict, verify
@@ -36,6 +36,7 @@ _LAZY = {
     "import_mirage": "prism.frontend.mirage",
     "workload": "prism.frontend.workload",
     "Workload": "prism.frontend.workload",
+    "from_module": "prism.frontend.workload",
     "WORKLOADS": "prism.workloads",
     "get_workload": "prism.workloads",
     "verify": "prism.verify.equiv",
@@ -63,6 +64,6 @@ __all__ = [
     "KernelGraph", "Map", "MirageFormatError", "PrismError", "SearchConfig", "ShapeError",
     "SpecError",
     "TraceFormatError", "UnknownWorkloadError", "UnsupportedOpError", "Verdict", "Workload",
-    "check", "get_workload", "import_mirage", "interpret", "random_test", "superoptimize", "verify",
-    "workload",
+    "check", "from_module", "get_workload", "import_mirage", "interpret", "random_test",
+    "superoptimize", "verify", "workload",
 ]

@@ -35,9 +35,9 @@ def check_graph(label: str, graph: KernelGraph, workload: Workload | None, seed:
         arrays = workload.random_inputs(seed)
     else:
         rng = np.random.default_rng(seed)
-        arrays = [rng.standard_normal([d.value for d in graph.shape(t)]) for t in graph.inputs]
+        arrays = [rng.standard_normal(shape) for shape in graph.user_input_shapes()]
     started = time.perf_counter()
-    outputs = interpret(graph, *arrays)
+    outputs = graph.to_user(interpret(graph, *graph.to_ir(arrays)))   # the user's layout
     seconds = time.perf_counter() - started
     err = max_rel_err(outputs, workload.reference(*arrays)) if workload is not None else None
     return {"label": label, "num_kernels": graph.num_kernels,

@@ -344,8 +344,10 @@ def instantiate(graph: KernelGraph, result: SearchResult | None,
     device = device or (result.config.device if result else default_device())
     configs = [Config(INPUT_PROGRAM, graph, ())]
     for cand in result.equivalent if result else []:
-        for env in assignments(cand.graph, device):
-            configs.append(Config(cand.id, cand.graph, tuple(sorted(env.items()))))
+        # a candidate takes and returns the user's tensors as the program does (its views)
+        member = replace(cand.graph, interface=graph.interface)
+        for env in assignments(member, device):
+            configs.append(Config(cand.id, member, tuple(sorted(env.items()))))
     return configs
 
 

@@ -93,6 +93,11 @@ class _Builder:
         self._ops.append(Op.make(kind, names, [out.name], attrs))
         return out
 
+    def apply(self, kind: str, *xs: Tensor, name: str | None = None, **attrs: Any) -> Tensor:
+        """Any compute op of the op table by name, with its attributes (`apply("clamp", x,
+        lo=0.0, hi=None)`): what the torch.fx frontend emits through."""
+        return self._compute(kind, *xs, name=name, **attrs)
+
     # The compute ops, Mirage's spelling.
     def matmul(self, a: Tensor, b: Tensor, name: str | None = None) -> Tensor:
         return self._compute("matmul", a, b, name=name)

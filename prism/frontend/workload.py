@@ -8,6 +8,11 @@
     rmsnorm_matmul.graph          # its KernelGraph (traced with torch.fx on first access)
     rmsnorm_matmul.reference(*rmsnorm_matmul.random_inputs())   # torch's float64 answer
 
+An `nn.Module` is a workload too: `from_module(module, *example_inputs)` traces its forward
+with its parameters and buffers as further inputs of fixed shape, named after their paths
+(`fc1.weight` → `fc1_weight`), whose values the workload takes from the module wherever it runs
+(`random_inputs` draws the forward's inputs only; `reference` is the module itself, in float64).
+
 A `Workload` is immutable in what defines it (the function and its shapes); `with_shapes`,
 `with_input_scale` and `replace` return new ones. torch is imported only when something is traced
 or run, so decorating functions stays cheap.
@@ -174,6 +179,89 @@ def workload(_fn: Callable[..., Any] | None = None, /,
         return Workload(fn, shapes)
 
     return decorate
+
+
+class ModuleWorkload(Workload):
+    """An `nn.Module` as a workload (see the module docstring): parameters are the forward's
+    inputs, then the module tensors its forward reads (`fixed`), whose values are the module's.
+    """
+
+    def __init__(self, module: Any, shapes: Mapping[str, Sequence[int]], *,
+                 name: str | None = None, description: str | None = None,
+                 input_scale: Mapping[str, float] | None = None) -> None:
+        import inspect
+
+        from prism.frontend.fx import input_name, module_tensors, trace_module
+
+        self.module = module
+        label = name or type(module).__name__
+        args = [p for p in inspect.signature(module.forward).parameters]
+        missing = [p for p in args if p not in shapes]
+        if missing or len(shapes) != len(args):
+            raise ShapeError(f"module {label}: forward takes {', '.join(args) or 'nothing'}; "
+                             f"give one example input (or shape) for each")
+        self.inputs = {p: tuple(int(n) for n in shapes[p]) for p in args}
+        traced = trace_module(module, self.inputs, label)
+        tensors = {input_name(path): t for path, t in module_tensors(module)}
+        self.fixed = {t: tensors[t] for t in traced.inputs if t in tensors}
+        order = [*self.inputs, *self.fixed]
+
+        def forward(*tensors: Any) -> Any:
+            from torch.func import functional_call
+            paths = {input_name(path): path for path, _ in module_tensors(module)}
+            values = dict(zip(order, tensors, strict=True))
+            return functional_call(module, {paths[t]: values[t] for t in self.fixed},
+                                   tuple(values[p] for p in self.inputs))
+
+        forward.__name__ = label
+        forward.__doc__ = type(module).__doc__ if description is None else description
+        forward.__signature__ = inspect.Signature(   # type: ignore[attr-defined]
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in order])
+        all_shapes = {**self.inputs, **{t: tuple(v.shape) for t, v in self.fixed.items()}}
+        super().__init__(forward, all_shapes, description=description or "",
+                         input_scale=input_scale)
+        self.__dict__["graph"] = traced      # the cached_property's slot: traced once, above
+
+    def replace(self, **fields: Any) -> Workload:
+        allowed = {"shapes", "description", "input_scale"}
+        unknown = sorted(set(fields) - allowed)
+        if unknown:
+            raise TypeError(f"ModuleWorkload.replace got field(s) {', '.join(unknown)}; it "
+                            f"takes {', '.join(sorted(allowed))}")
+        shapes = dict(fields.get("shapes", self.shapes))
+        for t, v in self.fixed.items():
+            if tuple(shapes.get(t, v.shape)) != tuple(v.shape):
+                raise ShapeError(f"module {self.name}: {t} is the module's tensor of shape "
+                                 f"{tuple(v.shape)}; only the forward's inputs take new shapes")
+        return ModuleWorkload(self.module, {p: shapes[p] for p in self.inputs}, name=self.name,
+                              description=fields.get("description", self.description),
+                              input_scale={p: s for p, s in fields.get(
+                                  "input_scale", self.input_scale).items() if p in self.inputs})
+
+    def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
+        """The forward's inputs drawn as `Workload.random_inputs` does; the module's own tensors
+        as they are (float64)."""
+        drawn = super().random_inputs(seed)
+        fixed = {t: v.detach().cpu().double().numpy() for t, v in self.fixed.items()}
+        return [fixed.get(p, a) for p, a in zip(self.shapes, drawn, strict=True)]
+
+
+def from_module(module: Any, *example_inputs: Any, name: str | None = None) -> ModuleWorkload:
+    """`module` (an `nn.Module`) as a workload, at the shapes of `example_inputs` (tensors, or
+    shapes), one per argument of its forward. Its parameters and buffers become inputs of fixed
+    shape named after their paths; their values come from the module."""
+    import inspect
+
+    args = list(inspect.signature(module.forward).parameters)
+    if len(example_inputs) != len(args):
+        raise ShapeError(f"module {name or type(module).__name__}: forward takes "
+                         f"{len(args)} input(s) ({', '.join(args)}), got {len(example_inputs)} "
+                         "example input(s); pass one per argument")
+    shapes = {p: tuple(getattr(x, "shape", x)) for p, x in zip(args, example_inputs, strict=True)}
+    return ModuleWorkload(module, shapes, name=name)
+
+
+workload.from_module = from_module  # type: ignore[attr-defined]  # prism.workload.from_module
 
 
 def _parameters(fn: Callable[..., Any], name: str) -> tuple[str, ...]:

@@ -13,14 +13,24 @@ concrete map, a 0/1 `bit` variable m[T,d,p] for a symbolic one.
 Tile shapes follow from the maps (DESIGN.md §1):
     input tile dim d  = D_d / (Π_p (1 − m[p,d] + m[p,d]·g_p) · (1 − f_d + f_d·F))
     output dim d      = tile_d · Π_p (1 − m[p,d] + m[p,d]·g_p)
+
+A kernel graph's `interface` says how its inputs and outputs look to the torch code it was traced
+from, where that differs from the IR: a bias `B[N]` is the IR input `[1, N]` (elementwise operands
+have one rank), `W.T` is the IR input `[d, n]` read from the user's `W[n, d]` with permuted
+strides, an output reduced with keepdim=False is the IR's `[M, 1]` returned as `[M]`. Every
+engine stage works on the IR shapes; only what talks to the user's tensors (the generated
+launcher, the checks against a torch reference) goes through the views.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+
+import numpy as np
 
 from prism.errors import ShapeError
 from prism.ir.dims import Dim, DimLike, bit, const, dim, mul
@@ -195,12 +205,121 @@ class BlockGraph(_Graph):
 
 
 @dataclass(frozen=True)
+class View:
+    """A graph input or output as torch sees it, when that differs from its IR tensor.
+
+    `shape` is the torch tensor's shape. For an input, the IR tensor is
+    `user.permute(perm).reshape(ir_shape)` (`perm` empty: no permutation), and it must be a view
+    of the user's contiguous tensor: the kernel reads the user's memory with `strides`, no copy.
+    For an output (no `perm`), the user gets `ir.reshape(shape)` of the contiguous IR tensor.
+    """
+
+    shape: tuple[int, ...]
+    perm: tuple[int, ...] = ()
+
+    def permuted(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The user's shape and contiguous strides (in elements), permuted by `perm`."""
+        contiguous = [math.prod(self.shape[d + 1:]) for d in range(len(self.shape))]
+        order = self.perm or tuple(range(len(self.shape)))
+        return tuple(self.shape[p] for p in order), tuple(contiguous[p] for p in order)
+
+    def strides(self, ir_shape: Sequence[int]) -> tuple[int, ...] | None:
+        """The IR tensor's strides (elements) in the user's contiguous memory, or None when the
+        reshape after the permutation would need a copy (dims merged that are not adjacent in
+        memory). A dim of size 1 gets stride 0: it is never stepped over."""
+        sizes, steps = self.permuted()
+        pending = [(n, st) for n, st in zip(sizes, steps, strict=True) if n != 1]
+        out: list[int] = []
+        for n in ir_shape:
+            size, stride = 1, 0
+            while size < n:               # take user dims, outermost first, until size is n
+                if not pending:
+                    return None
+                m, st = pending.pop(0)
+                need = n // size
+                if m > need:              # an IR dim that splits a user dim: its outer part
+                    if m % need:
+                        return None
+                    pending.insert(0, (m // need, st))
+                    m, st = need, st * (m // need)
+                if size > 1 and stride != st * m:
+                    return None           # merging dims that are not adjacent in memory
+                size, stride = size * m, st
+            if size != n:
+                return None
+            out.append(stride)
+        return tuple(out) if not pending else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), **({"perm": list(self.perm)} if self.perm else {})}
+
+
+@dataclass(frozen=True)
+class Interface:
+    """The views of a kernel graph's inputs and outputs, by position (None: the IR tensor as
+    it is); empty tuples mean no views at all. By position, because the search's candidates
+    keep the target's inputs and outputs in order but name their outputs afresh."""
+
+    inputs: tuple[View | None, ...] = ()
+    outputs: tuple[View | None, ...] = ()
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (*self.inputs, *self.outputs))
+
+
+@dataclass(frozen=True)
 class KernelGraph(_Graph):
     """A DAG of kernels over device tensors; the unit everything else consumes."""
 
     ops: tuple[Op, ...]
     tensors: tuple[tuple[str, Shape], ...]
     name: str = ""
+    interface: Interface = Interface()
+
+    def __post_init__(self) -> None:
+        if self.interface:
+            problem = _interface_problem(self)
+            if problem:
+                raise ShapeError(f"graph {self.name or 'unnamed'}: {problem}")
+
+    def input_view(self, i: int) -> View | None:
+        views = self.interface.inputs
+        return views[i] if i < len(views) else None
+
+    def output_view(self, i: int) -> View | None:
+        views = self.interface.outputs
+        return views[i] if i < len(views) else None
+
+    def user_input_shapes(self) -> list[tuple[int, ...]]:
+        """The shape of each input as the user passes it (its view's, else its IR shape)."""
+        out = []
+        for i, t in enumerate(self.inputs):
+            view = self.input_view(i)
+            out.append(view.shape if view else tuple(d.value for d in self.shape(t)))
+        return out
+
+    def to_ir(self, arrays: Sequence[Any]) -> list[Any]:
+        """Arrays in the user's layout (one per input) as the IR's inputs: each through its
+        view (numpy transpose and reshape); arrays without a view pass as they are."""
+        out = []
+        for i, (t, a) in enumerate(zip(self.inputs, arrays, strict=True)):
+            view = self.input_view(i)
+            if view is None:
+                out.append(a)
+                continue
+            a = np.asarray(a)
+            if a.shape != view.shape:
+                from prism.errors import InputError
+                raise InputError(f"input {t} has shape {a.shape}; the traced function takes "
+                                 f"{view.shape}")
+            ir = tuple(d.value for d in self.shape(t))
+            out.append((np.transpose(a, view.perm) if view.perm else a).reshape(ir))
+        return out
+
+    def to_user(self, outputs: Sequence[Any]) -> list[Any]:
+        """The IR's outputs in the shapes the traced function returns."""
+        return [np.asarray(a).reshape(v.shape) if (v := self.output_view(i)) else a
+                for i, a in enumerate(outputs)]
 
     @property
     def custom_ops(self) -> list[Op]:
@@ -247,6 +366,35 @@ class KernelGraph(_Graph):
         kinds = ", ".join(op.kind for op in self.ops if op.kind not in ("input", "output"))
         return (f"KernelGraph({self.name or 'unnamed'}: inputs {self.inputs}, "
                 f"ops [{kinds}], outputs {self.outputs})")
+
+
+def _interface_problem(g: KernelGraph) -> str:
+    """What is wrong with `g`'s views, or "": one per input and output at most, each the same
+    number of elements as its IR tensor, a permutation of the user's dims, an input view that
+    is a view of the user's memory."""
+    for kind, views, names in (("input", g.interface.inputs, g.inputs),
+                               ("output", g.interface.outputs, g.outputs)):
+        if len(views) > len(names):
+            return f"{len(views)} {kind} views for {len(names)} {kind}s"
+        for view, t in zip(views, names, strict=False):
+            if view is None:
+                continue
+            shape = g.shape(t)
+            if not all(d.is_const for d in shape):
+                return f"{kind} {t} has a view but a symbolic shape"
+            ir = tuple(d.value for d in shape)
+            if not all(isinstance(n, int) and n >= 1 for n in view.shape) or \
+                    math.prod(view.shape) != math.prod(ir):
+                return f"{kind} {t}'s view {list(view.shape)} does not have the elements of " \
+                       f"{list(ir)}"
+            rank = len(view.shape)
+            if view.perm and (kind == "output" or sorted(view.perm) != list(range(rank))):
+                return f"{kind} {t}'s view has the permutation {list(view.perm)}, " \
+                       f"not one of its {len(view.shape)} dims"
+            if kind == "input" and view.strides(ir) is None:
+                return f"input {t}'s view {view.to_json()} is not a view of {list(ir)} " \
+                       "(it would need a copy)"
+    return ""
 
 
 def check_shape(shape: Iterable[DimLike], what: str) -> Shape:

@@ -8,6 +8,10 @@
                         "tensors": {...}, "ops": [... block ops ...]}},
              {"op": "output", "inputs": ["O"]}]}
 
+A graph traced from torch code may add `"interface": {"inputs": [view or null, ...], "outputs":
+[...]}`, a view being `{"shape": [N], "perm": [1, 0]}` (`prism.ir.graph.View`); a document
+without it (every older one) has no views.
+
 Op attributes go in `"attrs"`; a map is `{"map": [[entry, ...], ...]}` (one row per parallel dim).
 Loading validates every field and then runs `spec.check`; any problem is a `GraphFormatError`
 (or `SpecError`) naming where it is.
@@ -19,17 +23,22 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prism.errors import DimExprError, GraphFormatError, PrismError
+from prism.errors import DimExprError, GraphFormatError, PrismError, ShapeError
 from prism.ir import dims
-from prism.ir.graph import BlockGraph, KernelGraph, Map, Op, Shape
+from prism.ir.graph import BlockGraph, Interface, KernelGraph, Map, Op, Shape, View
 
 FORMAT = "prism.kernel_graph"
 VERSION = 1
 
 
 def graph_to_json(g: KernelGraph) -> dict[str, Any]:
-    return {"format": FORMAT, "version": VERSION, "name": g.name,
-            "tensors": _tensors_json(g.tensors), "ops": [_op_json(op) for op in g.ops]}
+    doc = {"format": FORMAT, "version": VERSION, "name": g.name,
+           "tensors": _tensors_json(g.tensors), "ops": [_op_json(op) for op in g.ops]}
+    if g.interface:
+        doc["interface"] = {kind: [v.to_json() if v else None for v in views]
+                            for kind, views in (("inputs", g.interface.inputs),
+                                                ("outputs", g.interface.outputs))}
+    return doc
 
 
 def _tensors_json(tensors: tuple[tuple[str, Shape], ...]) -> dict[str, Any]:
@@ -104,10 +113,27 @@ def graph_from_json(doc: Any) -> KernelGraph:
         raise GraphFormatError(f"graph document version {obj.get('version')!r} is not "
                                f"{VERSION}; re-export it with this version of prism")
     name = r.field(obj, "name", str, default="")
-    graph = KernelGraph(tuple(_ops(r, r.field(obj, "ops", list))),
-                        _tensors(r, r.field(obj, "tensors", dict)), name)
+    interface = _interface(_Reader("graph interface"), r.field(obj, "interface", dict, default={}))
+    try:
+        graph = KernelGraph(tuple(_ops(r, r.field(obj, "ops", list))),
+                            _tensors(r, r.field(obj, "tensors", dict)), name, interface)
+    except ShapeError as e:          # the views do not fit the tensors
+        raise r.fail(str(e)) from None
     check(graph)
     return graph
+
+
+def _interface(r: _Reader, obj: dict[str, Any]) -> Interface:
+    def view(v: Any) -> View | None:
+        if v is None:
+            return None
+        o = r.obj(v)
+        shape, perm = r.field(o, "shape", list), r.field(o, "perm", list, default=[])
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in shape + perm):
+            raise r.fail("a view's shape and perm should list ints")
+        return View(tuple(shape), tuple(perm))
+    return Interface(tuple(view(v) for v in r.field(obj, "inputs", list, default=[])),
+                     tuple(view(v) for v in r.field(obj, "outputs", list, default=[])))
 
 
 class _Reader:
