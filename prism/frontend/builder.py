@@ -143,8 +143,9 @@ class _Builder:
     def mean(self, x: Tensor, dim: int = -1, name: str | None = None) -> Tensor:
         return self._compute("mean", x, name=name, dim=_axis(dim, len(x.shape)))
 
-    def rms_norm(self, x: Tensor, name: str | None = None) -> Tensor:
-        return self._compute("rms_norm", x, name=name)
+    def rms_norm(self, x: Tensor, name: str | None = None, eps: float = 0.0) -> Tensor:
+        """x / sqrt(mean(x², last dim) + eps); eps 0 is Mirage's rms_norm."""
+        return self._compute("rms_norm", x, name=name, **({"eps": float(eps)} if eps else {}))
 
 
 def _axis(d: int, rank: int) -> int:
@@ -242,13 +243,18 @@ class Block(_Builder):
 
     new_input = input
 
-    def accum(self, x: Tensor, kind: str = "nored", name: str | None = None) -> Tensor:
+    def accum(self, x: Tensor, kind: str = "nored", name: str | None = None,
+              eps: float = 0.0) -> Tensor:
         """Close the loop body on `x` with accumulator `kind` (nored, red_ld_sum, red_ld_mean,
-        red_ld_rms, redtox_ld_sum)."""
+        red_ld_rms, redtox_ld_sum); `eps` is added under red_ld_rms's square root."""
         if op_def(kind).category != "accum":
             raise ShapeError(f"{kind!r} is not an accumulator; use nored, red_ld_sum, "
                              "red_ld_mean, red_ld_rms or redtox_ld_sum")
-        attrs = {"dimx": self.reduction_dimx} if kind == "redtox_ld_sum" else {}
+        attrs: dict[str, Any] = {"dimx": self.reduction_dimx} if kind == "redtox_ld_sum" else {}
+        if eps:
+            if kind != "red_ld_rms":
+                raise ShapeError(f"only red_ld_rms takes an epsilon, not {kind}")
+            attrs["eps"] = float(eps)
         return self._compute(kind, x, name=name, **attrs)
 
     forloop_accum = accum

@@ -672,6 +672,7 @@ class _Kernel:
                      f"{c} = {self._filled(xs[0], f'{xs[0].f32} - {mu}', '0.0')}",
                      f"{val.var} = {c} / tl.sqrt(tl.sum({c} * {c}, axis={rank - 1}, "
                      f"keep_dims=True) / {n}.0 + {eps!r})"]
+            val.clean = eps > 0      # a padded row is 0 / sqrt(eps), or 0/0 without one
             self.vals[name] = val
             return lines, val
         else:

@@ -404,7 +404,7 @@ def _leaky_smt(z3: Any, xs: list[Any], attrs: Attrs) -> Any:
 # √(2/π), for GELU's tanh form; tanh(y) is 2·sigmoid(2y) − 1 in a kernel (exact in real
 # arithmetic; Triton's core language has no tanh that runs in the interpreter).
 _GELU_TANH = ("0.5 * {0} * (1.0 + (2.0 * tl.sigmoid(1.5957691216057308 * ({0} + 0.044715 * {0} "
-              "* {0} * {0}))) - 1.0))")
+              "* {0} * {0})) - 1.0))")
 
 OPS: dict[str, OpDef] = {o.name: o for o in [
     _op("input", "io", _BOTH, 0, None, None, ("kn_input_op", "tb_input_op"),

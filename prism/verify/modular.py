@@ -19,8 +19,12 @@ Since Z_pq ≅ Z_p × Z_q as rings, addition and multiplication mod pq *are* the
   q-component is 0. So exp(a + b) = exp(a) · exp(b): exp is a homomorphism (Z_q, +) → (Z_p*, ·).
 - silu ≈ x·e^x and gelu ≈ x·e^(2x), as Mirage fingerprints them: (e · 3^e mod p, 0) and
   (e · 3^(2e) mod p, 0) with e the q-residue.
-- relu: max(r // 2, x mod r) per residue; clamp would be min(max(r // 3, x), 2r // 3) (the IR has
-  no clamp op). Consistent surrogates, not the real functions.
+- relu: max(r // 2, x mod r) per residue; abs, leaky_relu and logsumexp thresholds of their own;
+  sigmoid, tanh, gelu_tanh, softplus and log exp-times-residue surrogates of other scales; clamp,
+  maximum, minimum, max and min the min / max of residues. Consistent surrogates, not the real
+  functions: every identity of the axiom table about them (they commute with moving data) holds
+  for the surrogates too.
+- neg, sub, add_scalar: exact; layer_norm by its definition; an epsilon is the fraction it is.
 - sqrt: b^((r+1)/4) mod r per residue (167 ≡ 83 ≡ 3 mod 4): a true square root of quadratic
   residues only, but a multiplicative map everywhere, so √(ab) = √a·√b.
 - mean divides the sum by n (n⁻¹ mod r, 0 if r | n); rms_norm is x / √(mean(x²)); red_ld_rms is
@@ -167,9 +171,35 @@ def mod_mean(x: np.ndarray, axis: int) -> np.ndarray:
     return mod_mul(mod_sum(x, axis), field_inverse(x.shape[axis]))
 
 
-def mod_rms(x: np.ndarray) -> np.ndarray:
-    """√(mean(x², last dim))."""
-    return mod_sqrt(mod_mean(mod_mul(x, x), -1))
+def mod_rms(x: np.ndarray, eps: float = 0.0) -> np.ndarray:
+    """√(mean(x², last dim) + eps)."""
+    return mod_sqrt(mod_add(mod_mean(mod_mul(x, x), -1), np.asarray(field_constant(eps))))
+
+
+def _layer_norm(x: np.ndarray, eps: float) -> np.ndarray:
+    centred = mod_add(x, mod_mul(mod_mean(x, -1), np.asarray(field_constant(-1))))
+    return mod_div(centred, mod_rms(centred, eps))
+
+
+def _threshold(x: np.ndarray, k: int) -> np.ndarray:
+    """max(r // k, x mod r) per residue: relu's surrogate with another threshold."""
+    rp, rq = residues(x)
+    return pack(np.maximum(P // k, rp), np.maximum(Q // k, rq))
+
+
+def _clamp(x: np.ndarray, attrs: Attrs) -> np.ndarray:
+    """min(max(x, lo), hi) per residue, the bounds as residues (a consistent surrogate)."""
+    rs = list(residues(x))
+    for bound, pick in ((attrs["lo"], np.maximum), (attrs["hi"], np.minimum)):
+        if bound is not None:
+            bp, bq = residues(np.asarray(field_constant(bound)))
+            rs = [pick(rs[0], bp), pick(rs[1], bq)]
+    return pack(*rs)
+
+
+def _row(fn: Callable[..., np.ndarray], x: np.ndarray, axis: int) -> np.ndarray:
+    """A reduction's surrogate: `fn` of each residue along the axis."""
+    return pack(*[fn(r, axis=axis, keepdims=True) for r in residues(x)])
 
 
 def _pow(xs: list[np.ndarray], attrs: Attrs, lead: int) -> np.ndarray:
@@ -200,8 +230,32 @@ COMPUTE: dict[str, Reference] = {
         attrs["scalar"]))),
     "sum": lambda xs, attrs, lead: mod_sum(xs[0], lead + attrs["dim"]),
     "mean": lambda xs, attrs, lead: mod_mean(xs[0], lead + attrs["dim"]),
-    "rms_norm": lambda xs, attrs, lead: mod_div(xs[0], mod_rms(xs[0])),
+    "rms_norm": lambda xs, attrs, lead: mod_div(xs[0], mod_rms(xs[0], attrs.get("eps", 0.0))),
     "matmul": _binary(mod_matmul),
+    # exact: −x, a − b, x + c, and layer_norm by its definition
+    "neg": _unary(lambda x: mod_mul(x, np.asarray(field_constant(-1)))),
+    "sub": _binary(lambda a, b: mod_add(a, mod_mul(b, np.asarray(field_constant(-1))))),
+    "add_scalar": lambda xs, attrs, lead: mod_add(xs[0], np.asarray(field_constant(
+        attrs["scalar"]))),
+    "layer_norm": lambda xs, attrs, lead: _layer_norm(xs[0], attrs.get("eps", 0.0)),
+    # consistent surrogates, as Mirage's silu and gelu are
+    "sigmoid": _unary(lambda x: _exp_times_residue(x, 3)),
+    "tanh": _unary(lambda x: _exp_times_residue(x, 4)),
+    "gelu_tanh": _unary(lambda x: _exp_times_residue(x, 5)),
+    "softplus": _unary(lambda x: _exp_times_residue(x, 6)),
+    "log": _unary(lambda x: _exp_times_residue(x, 7)),
+    "abs": _unary(lambda x: _threshold(x, 3)),
+    "leaky_relu": lambda xs, attrs, lead: _threshold(mod_mul(xs[0], np.asarray(
+        field_constant(attrs["slope"]))), 5),
+    "clamp": lambda xs, attrs, lead: _clamp(xs[0], attrs),
+    "maximum": _binary(lambda a, b: pack(*[np.maximum(x, y) for x, y in
+                                             zip(residues(a), residues(b), strict=True)])),
+    "minimum": _binary(lambda a, b: pack(*[np.minimum(x, y) for x, y in
+                                             zip(residues(a), residues(b), strict=True)])),
+    "max": lambda xs, attrs, lead: _row(np.max, xs[0], lead + attrs["dim"]),
+    "min": lambda xs, attrs, lead: _row(np.min, xs[0], lead + attrs["dim"]),
+    "logsumexp": lambda xs, attrs, lead: _threshold(mod_sum(mod_exp(xs[0]),
+                                                            lead + attrs["dim"]), 7),
 }
 
 
@@ -225,7 +279,9 @@ ACCUMULATE: dict[str, Accumulation] = {
     "red_ld_sum": Accumulation(_last_sum, _reduce),
     "red_ld_mean": Accumulation(_last_sum, lambda t, w, a: mod_mul(t % PQ, field_inverse(w))),
     "red_ld_rms": Accumulation(lambda x, a: mod_sum(mod_mul(x, x), -1),
-                               lambda t, w, a: mod_sqrt(mod_mul(t % PQ, field_inverse(w)))),
+                               lambda t, w, a: mod_sqrt(mod_add(
+                                   mod_mul(t % PQ, field_inverse(w)),
+                                   np.asarray(field_constant(a.get("eps", 0.0)))))),
     "redtox_ld_sum": Accumulation(_redtox_step, _reduce),
 }
 

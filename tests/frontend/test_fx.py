@@ -365,9 +365,12 @@ def test_softmax_subtracts_the_row_max_and_log_softmax_the_logsumexp():
     assert kinds(trace(lambda x: F.log_softmax(x, -1), X2)) == ["logsumexp", "sub"]
 
 
-def test_rms_norm_without_eps_takes_float32s_epsilon():
+def test_rms_norm_without_eps_takes_torchs_default_for_the_reference():
+    # the reference runs in float64, where torch adds float64's machine epsilon
     (op,) = [op for op in trace(lambda x: F.rms_norm(x, (D,)), X2).ops if op.kind == "rms_norm"]
-    assert op.attr["eps"] == torch.finfo(torch.float32).eps == 1.1920928955078125e-07
+    assert op.attr["eps"] == torch.finfo(torch.float64).eps
+    x = torch.zeros(3, D, dtype=torch.float64)
+    assert torch.equal(F.rms_norm(x, (D,)), x)            # torch: an all-zero row stays zero
 
 
 def test_a_sum_over_a_tuple_of_dims_chains_one_dim_reductions():

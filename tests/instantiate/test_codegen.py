@@ -315,20 +315,28 @@ def one_kernel(inputs: dict[str, tuple[int, ...]], grid: tuple[int, ...], loop: 
     return g.build()
 
 
-UNARY = {"exp": 0.25, "silu": 1.0, "relu": 1.0, "gelu": 1.0, "sqrt": None, "square": 1.0}
+UNARY = {"exp": 0.25, "silu": 1.0, "relu": 1.0, "gelu": 1.0, "sqrt": None, "square": 1.0,
+         "neg": 1.0, "sigmoid": 2.0, "tanh": 2.0, "abs": 1.0, "log": None, "softplus": 12.0,
+         "gelu_tanh": 2.0}
+# ops with attributes: (attrs, input scale); softplus's scale reaches past its threshold (20)
+WITH_ATTRS = {"leaky_relu": [{"slope": 0.2}], "add_scalar": [{"scalar": 0.5}],
+              "clamp": [{"lo": -0.5, "hi": 0.75}, {"lo": None, "hi": 0.5}, {"lo": 0.1, "hi": None}]}
 
 
-def unary_case(kind: str) -> tuple[KernelGraph, list[np.ndarray]]:
+def unary_case(kind: str, **attrs: object) -> tuple[KernelGraph, list[np.ndarray]]:
     """op on padded tiles [6, 20] (grid 2 on rows, loop 2 on columns), accumulated, and op again
     after the loop: two outputs."""
     def body(tb: Block, ins: list[Tensor]) -> None:
-        op = getattr(tb, kind)
+        def op(t: Tensor) -> Tensor:
+            return tb.apply(kind, t, **attrs)
         x = tb.input(ins[0], imap=(0,), fmap=1)
         acc = tb.accum(op(x))
         tb.output(acc, omap=(0,))
         tb.output(op(acc), omap=(0,))
-    scale = UNARY[kind]
-    X = np.abs(randn(12, 40)) + 0.1 if scale is None else randn(12, 40, scale=scale)
+    scale = UNARY.get(kind, 1.0)
+    # √ of positive values; ln of values above 1.5, so that ln of the accumulated lns is defined
+    X = np.abs(randn(12, 40)) + (1.5 if kind == "log" else 0.1) if scale is None \
+        else randn(12, 40, scale=scale)
     return one_kernel({"X": (12, 40)}, (2,), 2, body), [X]
 
 
@@ -337,7 +345,8 @@ def binary_case(kind: str, exponents: Sequence[float] = (2.0, 3.0),
     """op(X, Y) on equal padded tiles and op(X, Z) with Z [6, 1] broadcast (and loaded once,
     above the loop)."""
     def body(tb: Block, ins: list[Tensor]) -> None:
-        op = getattr(tb, kind)
+        def op(a: Tensor, b: Tensor) -> Tensor:
+            return tb.apply(kind, a, b)
         x = tb.input(ins[0], imap=(0,), fmap=1)
         y = tb.input(ins[1], imap=(0,), fmap=1)
         z = tb.input(ins[2], imap=(0,))
@@ -361,18 +370,21 @@ def reduce_case(kind: str, dim: int, rank: int) -> tuple[KernelGraph, list[np.nd
 
     def body(tb: Block, ins: list[Tensor]) -> None:
         x = tb.input(ins[0], imap=(0,), fmap=None if rank == 3 else 1)
-        tb.output(tb.accum(getattr(tb, kind)(tb.exp(x), dim=dim)), omap=(0,))
+        tb.output(tb.accum(tb.apply(kind, tb.exp(x), dim=dim)), omap=(0,))
     return one_kernel({"X": shape}, (2,), 1 if rank == 3 else 2, body), [randn(*shape, scale=0.5)]
 
 
-def rms_norm_case(after_exp: bool) -> tuple[KernelGraph, list[np.ndarray]]:
-    """rms_norm of a padded tile [6, 40] (of exp(tile): padded lanes 1), then its row sums: a
-    padded row of rms_norm is 0/0, which the sum must not see."""
+def rms_norm_case(after_exp: bool, kind: str = "rms_norm",
+                  eps: float = 0.0) -> tuple[KernelGraph, list[np.ndarray]]:
+    """rms_norm (or layer_norm) of a padded tile [6, 40] (of exp(tile): padded lanes 1), then its
+    row sums: a padded row of rms_norm is 0/0, which the sum must not see."""
     def body(tb: Block, ins: list[Tensor]) -> None:
         x = tb.input(ins[0], imap=(0,))
-        r = tb.rms_norm(tb.exp(x) if after_exp else x)
+        r = tb.apply(kind, tb.exp(x) if after_exp else x, **({"eps": eps} if eps else {}))
         tb.output(tb.accum(r), omap=(0,))
-        tb.output(tb.accum(tb.sum(r, dim=1)), omap=(0,))
+        # a layer_norm row sums to 0: sum its squares instead (≈ the row's width)
+        tb.output(tb.accum(tb.sum(tb.mul(r, r) if kind == "layer_norm" else r, dim=1)),
+                  omap=(0,))
     return one_kernel({"X": (12, 40)}, (2,), 1, body), [randn(12, 40)]
 
 
@@ -384,12 +396,12 @@ def scalar_case(c: float) -> tuple[KernelGraph, list[np.ndarray]]:
     return one_kernel({"X": (12, 40)}, (2,), 2, body), [randn(12, 40)]
 
 
-def accum_case(kind: str, width: int = 120, loop: int = 3,
-               dimx: int = 64) -> tuple[KernelGraph, list[np.ndarray]]:
+def accum_case(kind: str, width: int = 120, loop: int = 3, dimx: int = 64,
+               eps: float = 0.0) -> tuple[KernelGraph, list[np.ndarray]]:
     """accumulator `kind` over exp(tile), tiles [6, width/loop], grid 2 on rows."""
     def body(tb: Block, ins: list[Tensor]) -> None:
         x = tb.input(ins[0], imap=(0,), fmap=1)
-        tb.output(tb.accum(tb.exp(x), kind), omap=(0,))
+        tb.output(tb.accum(tb.exp(x), kind, eps=eps), omap=(0,))
     return one_kernel({"X": (12, width)}, (2,), loop, body, dimx), [randn(12, width, scale=0.5)]
 
 
@@ -441,18 +453,26 @@ def rank4_sum() -> tuple[KernelGraph, list[np.ndarray]]:
     return one_kernel({"X": (2, 3, 10, 6)}, (2,), 2, body), [randn(2, 3, 10, 6, scale=0.5)]
 
 
+REDUCE_KINDS = ("sum", "mean", "max", "min", "logsumexp")
 OP_CASES: dict[str, Callable[[], tuple[KernelGraph, list[np.ndarray]]]] = {
     **{f"unary-{k}": (lambda k=k: unary_case(k)) for k in UNARY},
-    **{f"binary-{k}": (lambda k=k: binary_case(k)) for k in ("add", "mul", "div", "pow")},
+    **{f"unary-{k}-{i}": (lambda k=k, a=a: unary_case(k, **a))
+       for k, choices in WITH_ATTRS.items() for i, a in enumerate(choices)},
+    **{f"binary-{k}": (lambda k=k: binary_case(k))
+       for k in ("add", "sub", "mul", "div", "pow", "maximum", "minimum")},
     # pow of positive bases: fractional, negative and zero exponents.
     "binary-pow-fractional": lambda: binary_case("pow", (0.5, 1.5, -1.0, 0.0), True),
     "mul_scalar": lambda: scalar_case(-1.75),
     **{f"{k}-dim{d}-rank3": (lambda k=k, d=d: reduce_case(k, d, 3))
-       for k in ("sum", "mean") for d in range(3)},
+       for k in REDUCE_KINDS for d in range(3)},
     **{f"{k}-dim{d}-rank2": (lambda k=k, d=d: reduce_case(k, d, 2))
-       for k in ("sum", "mean") for d in range(2)},
+       for k in REDUCE_KINDS for d in range(2)},
     "rms_norm": lambda: rms_norm_case(False),
     "rms_norm-of-exp": lambda: rms_norm_case(True),
+    "rms_norm-eps": lambda: rms_norm_case(False, eps=1e-5),
+    "layer_norm": lambda: rms_norm_case(False, "layer_norm", 1e-5),
+    "layer_norm-of-exp": lambda: rms_norm_case(True, "layer_norm", 1e-5),
+    "accum-red_ld_rms-eps": lambda: accum_case("red_ld_rms", eps=1e-3),
     **{f"accum-{k}": (lambda k=k: accum_case(k))
        for k in ("nored", "red_ld_sum", "red_ld_mean", "red_ld_rms")},
     "accum-redtox_ld_sum": lambda: accum_case("redtox_ld_sum", 128, 2, 16),
@@ -592,7 +612,13 @@ def test_every_kernel_level_op_through_torch(kit):
     m = g.matmul(X, W)
     outs = [m, g.exp(g.mul_scalar(m, 0.25)), g.silu(m), g.relu(m), g.gelu(m),
             g.sqrt(g.square(m)), g.add(m, Y), g.mul(m, Y), g.div(m, Y), g.pow(m, P),
-            g.sum(m, dim=0), g.sum(m, dim=1), g.mean(m, dim=0), g.mean(m, dim=1), g.rms_norm(m)]
+            g.sum(m, dim=0), g.sum(m, dim=1), g.mean(m, dim=0), g.mean(m, dim=1), g.rms_norm(m),
+            g.rms_norm(m, eps=1e-3), g.apply("layer_norm", m, eps=1e-5),
+            g.apply("log", g.apply("add_scalar", g.square(m), scalar=1.0)),
+            *(g.apply(k, m) for k in ("neg", "sigmoid", "tanh", "abs", "softplus", "gelu_tanh")),
+            g.apply("leaky_relu", m, slope=0.1), g.apply("clamp", m, lo=-0.5, hi=None),
+            *(g.apply(k, m, Y) for k in ("sub", "maximum", "minimum")),
+            *(g.apply(k, m, dim=d) for k in ("max", "min", "logsumexp") for d in (0, 1))]
     for t in outs:
         g.output(t)
     graph = g.build()

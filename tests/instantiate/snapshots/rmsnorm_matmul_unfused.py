@@ -68,12 +68,15 @@ def _prepare(tensors, specs):
     return out
 
 
-def _rms_norm(x):
-    """x / sqrt(mean(x², last dim)) in three launches: the rows' norms (read in x's dtype,
-    summed in fp32), their scaling to the root mean square, and the division (in fp32, written
-    in x's dtype)."""
+def _rms_norm(x, eps):
+    """x / sqrt(mean(x², last dim) + eps): the rows' norms (read in x's dtype, summed in fp32),
+    their scaling to the root mean square (with eps: squared, scaled, eps added, square-rooted,
+    in place on the norms), and the division (in fp32, written in x's dtype)."""
     rms = torch.linalg.vector_norm(x, dim=-1, keepdim=True, dtype=torch.float32)
-    rms.mul_(x.shape[-1] ** -0.5)
+    if eps:
+        rms.square_().mul_(1.0 / x.shape[-1]).add_(eps).sqrt_()
+    else:
+        rms.mul_(x.shape[-1] ** -0.5)
     return torch.div(x, rms, out=_alloc(x.shape, x.dtype, x.device))
 
 
@@ -88,7 +91,7 @@ def run(X, W):
     """rmsnorm_matmul(X [8, 64], W [64, 48]) -> matmul"""
     X, W, = _prepare((X, W,), _INPUTS)
     # rms_norm = rms_norm(X): pre-defined, in torch
-    rms_norm = _rms_norm(X)
+    rms_norm = _rms_norm(X, 2.220446049250313e-16)
     # matmul = matmul(rms_norm, W): pre-defined, in torch
     matmul = torch.matmul(rms_norm, W)
     return matmul
