@@ -26,7 +26,7 @@ import re
 import reprlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,15 @@ _GRID_AXES = ("x", "y", "z")
 _DAMAGED = "the file is damaged or not a Mirage μGraph dump; re-save it with Mirage"
 
 __all__ = ["import_mirage"]
+
+
+def as_mirage_defines(graph: KernelGraph) -> KernelGraph:
+    """`graph` with every rms_norm's epsilon 0, as Mirage defines rms_norm (its kernels add
+    none): the target to compare Mirage's own μGraphs with. A traced program has torch's
+    epsilon, so a Mirage graph is not its equivalent."""
+    ops = tuple(replace(op, attrs=tuple((k, v) for k, v in op.attrs if k != "eps"))
+                if op.kind == "rms_norm" else op for op in graph.ops)
+    return replace(graph, ops=ops)
 
 
 def import_mirage(source: str | Path | list[Any]) -> list[KernelGraph]:

@@ -27,7 +27,7 @@ from prism.expr.rules import fold_data
 from prism.expr.tensor_terms import TensorAnalysis, TensorInfo
 from prism.expr.terms import Term, parse
 from prism.frontend.builder import Block, Graph, Tensor
-from prism.frontend.mirage import import_mirage
+from prism.frontend.mirage import as_mirage_defines, import_mirage
 from prism.ir import KernelGraph
 from prism.ir.dims import evaluate
 from prism.verify.equiv import verify
@@ -88,9 +88,9 @@ def corpus_pairs(path: Path) -> list[Pair]:
     graphs = import_mirage(path)
     workload = WORKLOADS[CORPUS[path.stem]]
     first = graphs[0]
-    target = workload.with_shapes(**{
+    target = as_mirage_defines(workload.with_shapes(**{
         p: tuple(evaluate(d) for d in first.shape(x))
-        for p, x in zip(workload.shapes, first.inputs, strict=True)}).graph
+        for p, x in zip(workload.shapes, first.inputs, strict=True)}).graph)
     return [(g.name, target, g) for g in graphs]
 
 

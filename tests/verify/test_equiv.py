@@ -13,7 +13,7 @@ from prism.expr import check_explanation
 from prism.expr.axioms import rules
 from prism.expr.tensor_terms import TensorAnalysis
 from prism.frontend.builder import Block, Graph
-from prism.frontend.mirage import import_mirage
+from prism.frontend.mirage import as_mirage_defines, import_mirage
 from prism.ir.dims import bit, const
 from prism.ir.graph import Map
 from prism.ir.infer import infer_shapes
@@ -58,14 +58,10 @@ def test_every_hand_fused_kernel_is_proven(name):
 
 
 def workload_at(name, graph):
-    """The workload at the shapes of Mirage's graph, as Mirage defines it: rms_norm without an
-    epsilon (the traced workload has torch's default, which Mirage's kernels do not add)."""
+    """The workload at the shapes of Mirage's graph, as Mirage defines it (no epsilon)."""
     w = WORKLOADS[name]
     shapes = [tuple(d.value for d in graph.shape(t)) for t in graph.inputs]
-    traced = w.with_shapes(**dict(zip(w.shapes, shapes, strict=True))).graph
-    ops = tuple(replace(op, attrs=tuple((k, v) for k, v in op.attrs if k != "eps"))
-                if op.kind == "rms_norm" else op for op in traced.ops)
-    return replace(traced, ops=ops)
+    return as_mirage_defines(w.with_shapes(**dict(zip(w.shapes, shapes, strict=True))).graph)
 
 
 @pytest.mark.parametrize("stem", sorted(CORPUS))
