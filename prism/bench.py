@@ -17,26 +17,32 @@ program's roofline bound and modeled eager baseline, and the same three figures 
 by its budget; the counts of a stopped search are its partial figures.
 
 **Scaling.** The search alone (no tuning) at each block-op cap, each point in a fresh process
-(search seconds, families generated, peak RSS), and a fitted growth of families and seconds
-against the cap: least squares of ln(y) on ln(cap) (a power law, y ∝ cap^k) and of ln(y) on cap
-(an exponential, y ∝ b^cap), each with its R²; only points whose search completed enter the fit,
-since a search the budget stopped reports fewer families than its cap allows.
+(search seconds, families generated, peak RSS; each search gets the run's per-workload budget),
+and a fitted growth of families and seconds against the cap: least squares of ln(y) on ln(cap)
+(a power law, y ∝ cap^k) and of ln(y) on cap (an exponential, y ∝ b^cap), each with its R²; only
+points whose search completed enter the fit, since a search the budget stopped reports fewer
+families than its cap allows.
 
 **Ablation** (symbolic against concrete search, issue 15 item 2) is not built: `ablation` is empty
-and `ablation_note` says so. Its design, for whoever builds it: a concrete mode of the same
-generator, switched by one `SearchConfig` flag per symbolic parameter (grid, loop range, imap,
-fmap, omap) so that Prism's per-flag ablation is the same code. Where the symbolic generator makes
-one family with a symbolic grid `gx`/loop `F`, the concrete mode makes one family per value those
-take in `prism.instantiate.params` at the shape searched (powers of two that divide the
-partitioned dims and fit the device); where `prism.search.maps.instantiate` leaves a map symbolic
-for the verifier, the concrete mode enumerates its members in the generator. Each concrete
-candidate is checked by `prism.verify.randomized.random_test` at its own sizes (Mirage's check),
-not by the e-graph. A row runs both over a workload's five shapes: symbolic = one search plus
+and `ablation_note` says so. Its design, for whoever builds it. Where the symbolic search keeps a
+parameter symbolic today: `BlockState.open` (prism/search/state.py) gives every block input a
+symbolic imap `m_*` and fmap `f_*` and every tile shape is an expression over `gx gy gz F`;
+`maps.instantiate` picks the map members only once a family is complete, and the verifier proves
+each member for every grid size and loop range. The concrete mode (one `SearchConfig` flag per
+parameter: grid, loop range, imap, fmap, omap, so that Prism's per-flag ablation is the same
+code) decides a parameter when the block graph is opened instead: one family per grid/loop
+assignment of `prism.instantiate.params.assignments` at the shape searched (powers of two that
+divide the partitioned dims and fit the device), and one per imap/fmap choice of
+`maps.row_choices`, so that every block op after the open is generated once per choice, as in
+Mirage. A concrete omap is chosen at close. Each concrete candidate is checked by
+`prism.verify.randomized.random_test` at its own sizes (Mirage's check), not by the e-graph. The
+hooks: `BlockState.open` takes the maps and sizes to use (default: fresh symbols, today's
+behaviour) and `Generator._open_custom` loops over the choices the config asks for (a few lines
+each). A row runs both sides over the workload's five shapes: symbolic = one search plus
 `reinstantiate` of its checkpoint at the other four (as `prism optimize --checkpoint` does),
 concrete = five searches; `ratio` = concrete / symbolic seconds, and `same_best` compares the two
-best kernels' modeled latencies at each shape (a row that differs says which shape and why). The
-hooks it needs in `prism.search.generate` are the two enumeration points (grid/loop when a block
-graph is opened, maps when a family completes): a callback each, default the symbolic one.
+best kernels' modeled latencies at each shape (a row where they differ names the shape and the
+two kernels).
 """
 
 from __future__ import annotations

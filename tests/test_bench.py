@@ -266,3 +266,30 @@ def test_bad_settings_and_files_are_one_line_errors(tmp_path):
         bench_report.load_results(other)
     with pytest.raises(bench_report.ResultsError, match="no full `prism bench` run"):
         bench_report.latest_results(tmp_path)
+
+
+USER = '''
+import torch
+import prism
+
+@prism.workload(X=(8, 64), W=(64, 32))
+def relu_proj(X, W):
+    return torch.relu(X @ W)
+'''
+
+
+@pytest.mark.slow
+def test_a_users_function_is_a_row(tmp_path, capsys):
+    from prism.targets import load_workload_file
+    source = tmp_path / "mine.py"
+    source.write_text(USER)
+    target = f"{source}:relu_proj"
+    code = main(["bench", target, "--quick", "--max-block-ops", "3", "--budget", "60",
+                 "--out", str(tmp_path / "results"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (row,) = doc["rows"]
+    graph = load_workload_file(target).graph
+    assert row["workload"] == "relu_proj" and row["max_block_ops"] == 3
+    assert row["roofline_us"] == pytest.approx(roofline_us(graph, get_device("h100")), abs=1e-4)
+    assert row["best_latency_us"] is not None and row["latency_kind"] == "modeled"
