@@ -263,7 +263,8 @@ def scaling_fit(points: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def fit_growth(xs: Sequence[float], ys: Sequence[float]) -> dict[str, Any] | None:
     """y ∝ x^k (least squares of ln y on ln x) and y ∝ b^x (ln y on x), each with its R²;
-    `better` is the one with the larger R². None with fewer than two distinct x (y > 0)."""
+    `better` is the one with the larger R² (None from two points, which both fit exactly).
+    None with fewer than two distinct x (y > 0)."""
     pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y > 0 and x > 0]
     if len({x for x, _ in pts}) < 2:
         return None
@@ -272,12 +273,14 @@ def fit_growth(xs: Sequence[float], ys: Sequence[float]) -> dict[str, Any] | Non
     s, lnc, r2_exp = _least_squares([x for x, _ in pts], lny)
     power = {"exponent": round(k, 3), "scale": _sig(math.exp(lna)), "r2": round(r2_power, 4)}
     expo = {"base": round(math.exp(s), 3), "scale": _sig(math.exp(lnc)), "r2": round(r2_exp, 4)}
+    as_power = f"≈ {power['scale']}·cap^{power['exponent']} (R² {power['r2']})"
+    as_exp = f"≈ {expo['scale']}·{expo['base']}^cap (R² {expo['r2']})"
+    if len(pts) < 3:    # two points: both two-parameter curves pass through them exactly
+        return {"power": power, "exponential": expo, "better": None, "points": len(pts),
+                "statement": f"{as_power} or {as_exp}: two points cannot tell them apart"}
     better = "power" if r2_power >= r2_exp else "exponential"
-    statement = (f"≈ {power['scale']}·cap^{power['exponent']} (R² {power['r2']})"
-                 if better == "power" else
-                 f"≈ {expo['scale']}·{expo['base']}^cap (R² {expo['r2']})")
-    return {"power": power, "exponential": expo, "better": better, "statement": statement,
-            "points": len(pts)}
+    return {"power": power, "exponential": expo, "better": better, "points": len(pts),
+            "statement": as_power if better == "power" else as_exp}
 
 
 def _least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:

@@ -175,8 +175,13 @@ def fit_text(fit: Mapping[str, Any]) -> str:
     parts = []
     for what, label in (("families_generated", "families"), ("search_seconds", "seconds")):
         f = fit.get(what)
-        parts.append(f"{label} {f['statement']} ({f['better']} fits better; the other: "
-                     f"{_other(f)})" if f else f"{label}: too few completed points to fit")
+        if not f:
+            parts.append(f"{label}: too few completed points to fit")
+        elif f["better"] is None:
+            parts.append(f"{label} {f['statement']}")
+        else:
+            parts.append(f"{label} {f['statement']} ({f['better']} fits better; the other: "
+                         f"{_other(f)})")
     left = fit.get("caps_left_out")
     used = f"caps {fit.get('caps_used')}" + (f", {left} left out (stopped by the budget)"
                                              if left else "")

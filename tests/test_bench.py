@@ -240,6 +240,8 @@ def test_fit_recovers_an_exact_power_law_and_an_exponential():
     expo = bench.fit_growth(caps, [2.0 * 1.7 ** c for c in caps])
     assert expo["better"] == "exponential" and expo["exponential"]["base"] == pytest.approx(1.7)
     assert bench.fit_growth([5], [10.0]) is None
+    two = bench.fit_growth([4, 5], [100.0, 200.0])
+    assert two["better"] is None and "cannot tell" in two["statement"]
 
 
 def test_a_budget_stopped_point_stays_out_of_the_fit():
