@@ -324,6 +324,76 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
     return Exit(doc if args.json else None, code)
 
 
+def _cmd_bench(args: argparse.Namespace) -> Any:
+    """`prism bench`: run and record (the default), `--compare A B`, or `--readme`."""
+    from prism import bench_report
+    if args.compare:
+        diff = bench_report.compare(*(bench_report.load_results(p) for p in args.compare))
+        if not args.json:
+            print(bench_report.compare_text(diff))
+        return diff if args.json else None
+    out = Path(args.out)
+    if args.readme:
+        readme = Path("README.md")
+        if not readme.is_file():
+            raise PrismError("README.md: no such file here; run `prism bench --readme` from "
+                             "the repository root")
+        results = bench_report.latest_results(out)
+        changed = bench_report.rewrite_readme(readme, bench_report.load_results(results),
+                                              str(results))
+        doc = {"readme": str(readme), "results": str(results), "changed": changed}
+        if not args.json:
+            print(f"{readme}: {'rewritten' if changed else 'unchanged'} from {results}")
+        return doc if args.json else None
+    return _bench_run(args, out)
+
+
+def _bench_run(args: argparse.Namespace, out: Path) -> Any:
+    from dataclasses import replace
+
+    from prism import bench, bench_report
+    settings = replace(bench.QUICK if args.quick else bench.FULL, device=args.device,
+                       runs=args.runs)
+    if args.budget is not None:
+        settings = replace(settings, budget_s=args.budget)
+    if args.max_block_ops is not None:
+        settings = replace(settings, max_block_ops=args.max_block_ops)
+    caps = None
+    if args.scaling:
+        caps = bench.QUICK_SCALING_CAPS if args.quick else bench.SCALING_CAPS
+
+    def progress(kind: str, item: dict[str, Any]) -> None:
+        if kind == "row":
+            state = item.get("error") or (f"{item['search_seconds']:.1f} s search, "
+                                          f"{item['families_generated']} families, "
+                                          f"{item['search_state']}")
+            print(f"{item['workload']}: {state}", file=sys.stderr, flush=True)
+        else:
+            print(f"scaling {item['workload']} cap {item['cap']}: {item['search_seconds']:.1f} "
+                  f"s, {item['families_generated']} families", file=sys.stderr, flush=True)
+
+    doc = bench.run_bench(args.workloads or bench.NINE, settings, scaling_caps=caps,
+                          progress=progress, command=_bench_command(args))
+    doc["files"] = bench_report.write_history(doc, out)
+    if not args.json:
+        print(bench_report.markdown(doc))
+        for name, path in doc["files"].items():
+            print(f"{name}: {path}")
+    failed = any("error" in r for r in doc["rows"])
+    return Exit(doc if args.json else None, 1 if failed else 0)
+
+
+def _bench_command(args: argparse.Namespace) -> str:
+    """The command line that reproduces this run, for the results file."""
+    words = ["prism", "bench", *args.workloads]
+    words += [flag for flag, on in (("--quick", args.quick), ("--scaling", args.scaling)) if on]
+    for flag, value in (("--budget", args.budget), ("--max-block-ops", args.max_block_ops),
+                        ("--device", args.device), ("--out", args.out)):
+        if value is not None:
+            words += [flag, str(value)]
+    return " ".join(words)
+
+
 def _cmd_lab(args: argparse.Namespace) -> Any:
     import os
     import subprocess
@@ -401,6 +471,27 @@ def _parser() -> argparse.ArgumentParser:
                     help="configurations compiled and measured (default 8)")
     sp.add_argument("--db", metavar="F.jsonl", help="the result database (default "
                     "~/.cache/prism/results.jsonl, or $PRISM_CACHE_DIR/results.jsonl)")
+    sp = command("bench", _cmd_bench, "search cost and kernel quality per workload, the "
+                 "search against the block-op cap, and the history of runs (DESIGN.md §6)")
+    sp.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                    help="workload names or path.py:function (default: the nine)")
+    sp.add_argument("--quick", action="store_true", help="reduced caps and budget (CI)")
+    sp.add_argument("--out", default="bench/results", help="folder for <date>-<commit>.json, "
+                    ".md, .svg and .html (default bench/results)")
+    sp.add_argument("--budget", type=float, help="seconds per workload (default 900; 120 with "
+                    "--quick)")
+    sp.add_argument("--device", default="h100", help="the device the pipeline optimizes for; "
+                    "the winner is modeled on H100 and H200 either way (default h100)")
+    sp.add_argument("--max-block-ops", type=int, help="the block-op cap (default: the "
+                    "pipeline's; 5 with --quick)")
+    sp.add_argument("--scaling", action="store_true", help="also search rmsnorm_matmul and "
+                    "attention at block-op caps 5..11 (4, 5 with --quick)")
+    sp.add_argument("--runs", metavar="DIR", help="keep each workload's optimize outputs "
+                    "(trace.jsonl, result.json, report.html) in DIR/WORKLOAD")
+    sp.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
+                    help="print what changed from run A to run B, row by row, as B / A")
+    sp.add_argument("--readme", action="store_true", help="rewrite README.md's workload table "
+                    "from the latest full run in --out (runs nothing)")
     sp = command("lab", _cmd_lab, "JupyterLab on the notebooks (--json: print the command only)")
     sp.add_argument("--notebooks", default="notebooks")
     return p

@@ -1,0 +1,340 @@
+"""`prism bench`: what a search costs and how good its kernels are, per workload (DESIGN.md §6).
+
+    doc = run_bench(["rmsnorm_matmul", "swiglu"], QUICK)       # one JSON document
+    doc["rows"][0]["families_generated"], doc["scaling"], doc["ablation"]
+
+**Rows.** Each target runs the whole pipeline (`prism.pipeline.superoptimize`, as `prism optimize`
+does: the pipeline's caps from `search_config_for`, the cost model for the run's device, a fresh
+result database so no trial comes from a cache) in a fresh process of its own, so that its peak
+memory is its own: `peak_rss_mb` is `resource.getrusage(RUSAGE_SELF).ru_maxrss` of that process
+(the interpreter, torch and z3 included; not tracemalloc, which would slow the search it
+measures). A row holds the search's counts (families generated, per second, pruned per rule, set
+aside unproven, kept; candidates checked and verified; the median and max seconds of a proof),
+the tuning seconds, and the best kernel's latency on the run's device with its kind, beside the
+program's roofline bound and modeled eager baseline, and the same three figures on each device of
+`MODELED_ON` (H100, H200) from the cost model (the run's winner modeled there, not re-tuned).
+`search_state` says whether the search was exhaustive, complete but not exhaustive, or stopped
+by its budget; the counts of a stopped search are its partial figures.
+
+**Scaling.** The search alone (no tuning) at each block-op cap, each point in a fresh process
+(search seconds, families generated, peak RSS; each search gets the run's per-workload budget),
+and a fitted growth of families and seconds against the cap: least squares of ln(y) on ln(cap)
+(a power law, y ∝ cap^k) and of ln(y) on cap (an exponential, y ∝ b^cap), each with its R²; only
+points whose search completed enter the fit, since a search the budget stopped reports fewer
+families than its cap allows.
+
+**Ablation** (symbolic against concrete search, issue 15 item 2) is not built: `ablation` is empty
+and `ablation_note` says so. Its design, for whoever builds it. Where the symbolic search keeps a
+parameter symbolic today: `BlockState.open` (prism/search/state.py) gives every block input a
+symbolic imap `m_*` and fmap `f_*` and every tile shape is an expression over `gx gy gz F`;
+`maps.instantiate` picks the map members only once a family is complete, and the verifier proves
+each member for every grid size and loop range. The concrete mode (one `SearchConfig` flag per
+parameter: grid, loop range, imap, fmap, omap, so that Prism's per-flag ablation is the same
+code) decides a parameter when the block graph is opened instead: one family per grid/loop
+assignment of `prism.instantiate.params.assignments` at the shape searched (powers of two that
+divide the partitioned dims and fit the device), and one per imap/fmap choice of
+`maps.row_choices`, so that every block op after the open is generated once per choice, as in
+Mirage. A concrete omap is chosen at close. Each concrete candidate is checked by
+`prism.verify.randomized.random_test` at its own sizes (Mirage's check), not by the e-graph. The
+hooks: `BlockState.open` takes the maps and sizes to use (default: fresh symbols, today's
+behaviour) and `Generator._open_custom` loops over the choices the config asks for (a few lines
+each). A row runs both sides over the workload's five shapes: symbolic = one search plus
+`reinstantiate` of its checkpoint at the other four (as `prism optimize --checkpoint` does),
+concrete = five searches; `ratio` = concrete / symbolic seconds, and `same_best` compares the two
+best kernels' modeled latencies at each shape (a row where they differ names the shape and the
+two kernels).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import platform
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prism.errors import PrismError
+
+if TYPE_CHECKING:
+    from prism.pipeline import OptimizeResult
+
+SCHEMA = 1
+NINE = ("rmsnorm_matmul", "rmsnorm_mlp", "swiglu", "attention", "qknorm_attention", "gated_mlp",
+        "lora", "gqa", "ntrans")
+MODELED_ON = ("h100", "h200")      # every row's winner is also modeled on these
+SCALING_TARGETS = ("rmsnorm_matmul", "attention")
+SCALING_CAPS = (5, 6, 7, 8, 9, 10, 11)
+QUICK_SCALING_CAPS = (4, 5)
+RSS_KIND = "peak RSS of a fresh process that ran only this (getrusage ru_maxrss)"
+ABLATION_NOTE = ("not built: the concrete mode of the generator is designed in prism/bench.py's "
+                 "docstring, not implemented")
+VERSIONED = ("prism-workbench", "torch", "triton", "z3-solver", "egglog", "numpy")
+
+
+class BenchError(PrismError):
+    """A bench setting that cannot work (a budget ≤ 0, a cap < 1)."""
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """How one bench run searches. `max_block_ops` None: the pipeline's own caps."""
+
+    device: str = "h100"
+    budget_s: float = 900.0            # per workload, as bench/optimize_report.py
+    max_block_ops: int | None = None
+    compile_ptx: bool = True
+    quick: bool = False
+    runs: str | None = None            # keep each workload's optimize outputs in runs/<workload>
+
+    def __post_init__(self) -> None:
+        if not self.budget_s > 0:
+            raise BenchError(f"the budget is {self.budget_s} s; give a positive time, e.g. "
+                             "--budget 120")
+        if self.max_block_ops is not None and self.max_block_ops < 1:
+            raise BenchError(f"the block-op cap is {self.max_block_ops}; give at least 1")
+
+
+FULL = BenchSettings()
+# CI: small enough that two small workloads run in about a minute on two cores
+QUICK = BenchSettings(budget_s=120.0, max_block_ops=5, compile_ptx=False, quick=True)
+
+
+def run_bench(targets: Sequence[str], settings: BenchSettings = FULL, *,
+              scaling_caps: Sequence[int] | None = None,
+              scaling_targets: Sequence[str] = SCALING_TARGETS,
+              progress: Callable[[str, dict[str, Any]], None] | None = None,
+              command: str = "") -> dict[str, Any]:
+    """The bench document: one row per target, the scaling section when `scaling_caps` is
+    given, the (empty) ablation, and the machine, versions, commit and date. `progress` is
+    called with ("row" | "scaling", the row or point) as each one finishes."""
+    from prism.targets import resolve
+    for target in (*targets, *(scaling_targets if scaling_caps else ())):
+        if len(resolve(target)) != 1:   # fail before minutes of work, with resolve's message
+            raise BenchError(f"{target} holds several graphs; bench one program per target")
+    started = time.perf_counter()
+    rows = []
+    for target in targets:
+        row = _in_fresh_process(bench_row, target, settings)
+        rows.append(row)
+        if progress:
+            progress("row", row)
+    scaling = None
+    if scaling_caps:
+        parts: dict[str, Any] = {}
+        scaling = {"caps": list(scaling_caps), "memory": RSS_KIND, "workloads": parts}
+        for target in scaling_targets:
+            points = []
+            for cap in scaling_caps:
+                point = _in_fresh_process(scaling_point, target, cap, settings)
+                points.append(point)
+                if progress:
+                    progress("scaling", point)
+            parts[target] = {"points": points, "fit": scaling_fit(points)}
+    return {"schema": SCHEMA, **provenance(), "command": command,
+            "settings": asdict(settings), "rows": rows, "scaling": scaling,
+            "ablation": [], "ablation_note": ABLATION_NOTE,
+            "seconds": round(time.perf_counter() - started, 2)}
+
+
+def _in_fresh_process(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """`fn(*args)` in a spawned process of its own, so its peak RSS is its own."""
+    with ProcessPoolExecutor(max_workers=1,
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def bench_row(target: str, settings: BenchSettings) -> dict[str, Any]:
+    """One workload through the pipeline; a user error (an unsupported program) is the row's
+    `error`, so the table still has the row."""
+    from prism.pipeline import search_config_for, superoptimize
+    from prism.targets import resolve
+    from prism.tune import ResultDB
+    try:
+        (found,) = resolve(target)
+        config = search_config_for(found.graph, settings.budget_s, settings.device)
+        if settings.max_block_ops is not None:
+            config = replace(config, max_block_ops=settings.max_block_ops)
+        out = Path(settings.runs) / _file_label(found.label) if settings.runs else None
+        with tempfile.TemporaryDirectory() as tmp:
+            result = superoptimize(found.workload or found.graph, device=settings.device,
+                                   measure="model", budget_s=settings.budget_s, out=out,
+                                   search_config=config, compile_ptx=settings.compile_ptx,
+                                   db=ResultDB(Path(tmp) / "results.jsonl"), label=found.label)
+    except PrismError as e:
+        return {"workload": target, "error": f"{type(e).__name__}: {e}",
+                "peak_rss_mb": peak_rss_mb()}
+    return {**result_row(result), "peak_rss_mb": peak_rss_mb(), "peak_rss_kind": RSS_KIND}
+
+
+def result_row(result: OptimizeResult) -> dict[str, Any]:
+    """The row of one pipeline run, from its result alone."""
+    from prism.cost import eager_us, get_device, modeled, roofline_us
+    search, tuning, best = result.search, result.tuning, result.best
+    assert search is not None and tuning is not None   # superoptimize always runs both
+    proofs = [c.verdict.seconds for c in search.equivalent]
+    row: dict[str, Any] = {
+        "workload": result.target, "device": result.device,
+        "search_seconds": round(search.seconds, 3),
+        "families_generated": search.generated,
+        "families_per_second": (round(search.generated / search.seconds, 1)
+                                if search.seconds > 0 else None),
+        "families_pruned": {r: search.pruned.get(r, 0) for r in search.config.rule_names},
+        "families_set_aside": dict(search.set_aside),
+        "families_kept": search.kept,
+        "candidates_checked": len(search.candidates),
+        "candidates_verified": len(search.equivalent),
+        "proof_seconds_median": round(statistics.median(proofs), 4) if proofs else None,
+        "proof_seconds_max": round(max(proofs), 4) if proofs else None,
+        "tuning_seconds": round(tuning.seconds, 3),
+        "total_seconds": round(result.seconds, 3),
+        "search_state": search_state(search.complete, search.exhaustive, search.stop_reason),
+        "exhaustive": search.exhaustive, "stop_reason": search.stop_reason,
+        "max_block_ops": search.config.max_block_ops,
+        "best_latency_us": round(best.latency_us, 4) if best else None,
+        "latency_kind": best.latency_kind if best else None,
+        "roofline_us": round(result.roofline_us, 4),
+        "eager_latency_us": round(result.eager_us, 4), "eager_latency_kind": "modeled",
+        "best_over_roofline": _ratio(best.latency_us, result.roofline_us) if best else None,
+        "speedup_vs_eager": _ratio(result.eager_us, best.modeled_us) if best else None,
+        "best": ({"config": best.config, "candidate": best.candidate,
+                  "num_kernels": best.num_kernels, "input_program": best.is_input_program,
+                  "check": best.check.status} if best else None),
+        "modeled": {},
+    }
+    for name in MODELED_ON:
+        # the run's winner on each device: the same kernel, not one tuned there
+        spec = get_device(name)
+        lat = modeled(best.graph, spec).latency_us if best else None
+        roof, eager = roofline_us(result.graph, spec), eager_us(result.graph, spec)
+        row["modeled"][name] = {
+            "best_latency_us": round(lat, 4) if lat is not None else None,
+            "roofline_us": round(roof, 4), "eager_latency_us": round(eager, 4),
+            "best_over_roofline": _ratio(lat, roof) if lat is not None else None,
+            "speedup_vs_eager": _ratio(eager, lat) if lat is not None else None}
+    if best is None:
+        row["no_kernel"] = "; ".join(result.notes) or "the pipeline left no kernel"
+    if result.notes:
+        row["notes"] = result.notes
+    return row
+
+
+def search_state(complete: bool, exhaustive: bool, stop_reason: str) -> str:
+    if exhaustive:
+        return "exhaustive"
+    return "complete, not exhaustive" if complete else f"stopped: {stop_reason}"
+
+
+def scaling_point(target: str, cap: int, settings: BenchSettings) -> dict[str, Any]:
+    """The search alone at block-op cap `cap` (the pipeline's other caps), in this process."""
+    from prism.pipeline import search_config_for
+    from prism.search import search
+    from prism.targets import resolve
+    (found,) = resolve(target)
+    config = replace(search_config_for(found.graph, settings.budget_s, settings.device),
+                     max_block_ops=cap)
+    result = search(found.graph, config, label=found.label)
+    return {"workload": found.label, "cap": cap, "search_seconds": round(result.seconds, 3),
+            "families_generated": result.generated, "families_kept": result.kept,
+            "candidates_verified": len(result.equivalent), "complete": result.complete,
+            "search_state": search_state(result.complete, result.exhaustive,
+                                         result.stop_reason),
+            "peak_rss_mb": peak_rss_mb()}
+
+
+def scaling_fit(points: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The growth of families and of seconds with the cap, over the completed points."""
+    used = [p for p in points if p["complete"]]
+    out: dict[str, Any] = {"caps_used": [p["cap"] for p in used],
+                           "caps_left_out": [p["cap"] for p in points if not p["complete"]]}
+    for what in ("families_generated", "search_seconds"):
+        out[what] = fit_growth([p["cap"] for p in used], [p[what] for p in used])
+    return out
+
+
+def fit_growth(xs: Sequence[float], ys: Sequence[float]) -> dict[str, Any] | None:
+    """y ∝ x^k (least squares of ln y on ln x) and y ∝ b^x (ln y on x), each with its R²;
+    `better` is the one with the larger R² (None from two points, which both fit exactly).
+    None with fewer than two distinct x (y > 0)."""
+    pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y > 0 and x > 0]
+    if len({x for x, _ in pts}) < 2:
+        return None
+    lny = [math.log(y) for _, y in pts]
+    k, lna, r2_power = _least_squares([math.log(x) for x, _ in pts], lny)
+    s, lnc, r2_exp = _least_squares([x for x, _ in pts], lny)
+    power = {"exponent": round(k, 3), "scale": _sig(math.exp(lna)), "r2": round(r2_power, 4)}
+    expo = {"base": round(math.exp(s), 3), "scale": _sig(math.exp(lnc)), "r2": round(r2_exp, 4)}
+    as_power = f"≈ {power['scale']}·cap^{power['exponent']} (R² {power['r2']})"
+    as_exp = f"≈ {expo['scale']}·{expo['base']}^cap (R² {expo['r2']})"
+    if len(pts) < 3:    # two points: both two-parameter curves pass through them exactly
+        return {"power": power, "exponential": expo, "better": None, "points": len(pts),
+                "statement": f"{as_power} or {as_exp}: two points cannot tell them apart"}
+    better = "power" if r2_power >= r2_exp else "exponential"
+    return {"power": power, "exponential": expo, "better": better, "points": len(pts),
+            "statement": as_power if better == "power" else as_exp}
+
+
+def _least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
+    """Slope, intercept and R² of the line through (xs, ys) that minimizes squared error."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    intercept = my - slope * mx
+    ss_tot = sum((y - my) ** 2 for y in ys)
+    ss_res = sum((y - intercept - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
+    return slope, intercept, 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
+
+
+def peak_rss_mb() -> float:
+    import resource
+    # ru_maxrss is in KiB on Linux
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def provenance() -> dict[str, Any]:
+    """The date, git commit (and whether the tree had uncommitted changes), machine, versions."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                                  timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    versions: dict[str, str | None] = {}
+    for name in VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {"date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "commit": commit or "unknown", "dirty": bool(status) if status is not None else None,
+            "machine": {"platform": platform.platform(), "processor": platform.machine(),
+                        "cpus": os.cpu_count(), "python": platform.python_version()},
+            "versions": versions}
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return round(a / b, 3) if b > 0 and math.isfinite(a) and math.isfinite(b) else None
+
+
+def _sig(x: float) -> float:
+    return float(f"{x:.3g}")
+
+
+def _file_label(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in label)

@@ -1,0 +1,297 @@
+"""`prism bench`: every figure of a `--quick` row against an oracle that did not compute it (the
+run's own trace file, counted here; the cost model called directly on the winner's graph and the
+program), the scaling points against the search run here, the fit against exact data, and the
+history files, the comparison and the README section against the document they came from."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import statistics
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from prism import bench, bench_report
+from prism.cli import main
+from prism.cost import eager_us, get_device, modeled, roofline_us
+from prism.ir.serialize import graph_from_json
+from prism.trace import (
+    CandidateRejected,
+    CandidateUndecided,
+    CandidateVerified,
+    FamilyGenerated,
+    FamilyPruned,
+    SearchFinished,
+    StageFinished,
+    read_jsonl,
+)
+from prism.workloads import get_workload
+
+# swiglu finds a fused kernel at the quick cap; attention finds none there (its winner is the
+# input program and it has no proof times): both kinds of row
+QUICK_TWO = ("swiglu", "attention")
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    out, runs = tmp / "results", tmp / "runs"
+    code = main(["bench", *QUICK_TWO, "--quick", "--out", str(out), "--runs", str(runs),
+                 "--json"])
+    return code, out, runs
+
+
+@pytest.fixture(scope="module")
+def doc(quick):
+    _, out, _ = quick
+    (path,) = out.glob("*.json")
+    return json.loads(path.read_text())
+
+
+def _stage(events, name):
+    (found,) = [e for e in events if isinstance(e, StageFinished) and e.stage == name]
+    return found
+
+
+@pytest.mark.slow
+def test_quick_run_exits_0_and_has_a_row_per_workload(quick, doc):
+    code, _, _ = quick
+    assert code == 0
+    assert [r["workload"] for r in doc["rows"]] == list(QUICK_TWO)
+    assert doc["settings"]["quick"] and doc["settings"]["max_block_ops"] == 5
+    assert doc["ablation"] == [] and "not built" in doc["ablation_note"]
+    assert len(doc["commit"]) == 40 and doc["versions"]["z3-solver"]
+    assert doc["command"].startswith("prism bench swiglu attention --quick")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", QUICK_TWO)
+def test_search_figures_are_the_traces_counts(quick, doc, name):
+    _, _, runs = quick
+    row = next(r for r in doc["rows"] if r["workload"] == name)
+    events = read_jsonl(runs / name / "trace.jsonl")
+    assert row["families_generated"] == sum(isinstance(e, FamilyGenerated) for e in events)
+    prunes = [e for e in events if isinstance(e, FamilyPruned)]
+    proven = Counter(e.rule for e in prunes if e.evidence.get("claim") != "unproven")
+    unproven = Counter(e.rule for e in prunes if e.evidence.get("claim") == "unproven")
+    assert {k: v for k, v in row["families_pruned"].items() if v} == dict(proven)
+    assert row["families_set_aside"] == dict(unproven)
+    assert row["families_kept"] == row["families_generated"] - len(prunes)
+    verified = [e for e in events if isinstance(e, CandidateVerified)]
+    assert row["candidates_verified"] == len(verified)
+    assert row["candidates_checked"] == len(verified) + sum(
+        isinstance(e, CandidateRejected | CandidateUndecided) for e in events)
+    proofs = [e.proof["seconds"] for e in verified]
+    if proofs:
+        assert row["proof_seconds_median"] == pytest.approx(statistics.median(proofs), abs=1e-3)
+        assert row["proof_seconds_max"] == pytest.approx(max(proofs), abs=1e-3)
+    else:
+        assert row["proof_seconds_median"] is None and row["proof_seconds_max"] is None
+    search = _stage(events, "search")
+    assert row["search_seconds"] == search.summary["seconds"]
+    assert row["families_per_second"] == pytest.approx(
+        row["families_generated"] / row["search_seconds"], rel=1e-2)
+    assert row["tuning_seconds"] == _stage(events, "tune").summary["seconds"]
+    (finished,) = [e for e in events if isinstance(e, SearchFinished)]
+    assert row["exhaustive"] == finished.summary["exhaustive"]
+    summary = finished.summary
+    assert row["search_state"] == (
+        "exhaustive" if summary["exhaustive"] else "complete, not exhaustive"
+        if summary["complete"] else f"stopped: {summary['stop_reason']}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", QUICK_TWO)
+def test_kernel_figures_are_the_cost_models(quick, doc, name):
+    _, _, runs = quick
+    row = next(r for r in doc["rows"] if r["workload"] == name)
+    events = read_jsonl(runs / name / "trace.jsonl")
+    winner = graph_from_json(_stage(events, "check").summary["graph"])
+    program = get_workload(name).graph
+    assert row["latency_kind"] == "modeled"
+    result = json.loads((runs / name / "result.json").read_text())
+    assert row["best_latency_us"] == pytest.approx(result["best"]["latency_us"], abs=1e-4)
+    for device in ("h100", "h200"):
+        spec, figures = get_device(device), row["modeled"][device]
+        lat, roof, eager = (modeled(winner, spec).latency_us, roofline_us(program, spec),
+                            eager_us(program, spec))
+        assert figures["best_latency_us"] == pytest.approx(lat, abs=1e-4)
+        assert figures["roofline_us"] == pytest.approx(roof, abs=1e-4)
+        assert figures["eager_latency_us"] == pytest.approx(eager, abs=1e-4)
+        assert figures["best_over_roofline"] == pytest.approx(lat / roof, abs=1e-3)
+        assert figures["speedup_vs_eager"] == pytest.approx(eager / lat, abs=1e-3)
+    assert row["best_latency_us"] == row["modeled"]["h100"]["best_latency_us"]
+    assert row["roofline_us"] == row["modeled"]["h100"]["roofline_us"]
+    # the two devices differ in bandwidth: a row that copied one into the other would show it
+    assert row["modeled"]["h200"]["eager_latency_us"] < row["modeled"]["h100"]["eager_latency_us"]
+    assert row["best"]["input_program"] == (name == "attention")
+
+
+@pytest.mark.slow
+def test_peak_rss_is_a_whole_process_in_mib(doc):
+    import os
+    total_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
+    for row in doc["rows"]:
+        # a process that imported torch and z3 holds more than 100 MiB; KiB read as bytes or
+        # as MiB would fall outside
+        assert 100 < row["peak_rss_mb"] < total_mib
+
+
+@pytest.mark.slow
+def test_history_files_hold_the_document(quick, doc):
+    _, out, _ = quick
+    stem = bench_report.stem(doc)
+    assert stem.endswith("-quick") and stem.startswith(doc["date"][:10])
+    for suffix in (".json", ".md", ".svg", ".html"):
+        assert (out / f"{stem}{suffix}").is_file()
+    md = (out / f"{stem}.md").read_text()
+    for row in doc["rows"]:
+        line = next(li for li in md.splitlines() if li.startswith(f"| {row['workload']} |"))
+        assert f"| {row['families_generated']} |" in line
+        assert f"{row['roofline_us']:.2f} µs" in line
+    svg = ET.fromstring((out / f"{stem}.svg").read_text())
+    bars = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect")
+            if r.get("height") != "10"]          # the legend's swatches are 10 high
+    assert len(bars) == 3 * len(doc["rows"])
+    page = (out / f"{stem}.html").read_text()
+    assert "<svg" in page and json.dumps(bench_report.figures(doc)) in page
+
+
+@pytest.mark.slow
+def test_compare_prints_each_change_as_a_ratio(quick, doc, tmp_path, capsys):
+    later = copy.deepcopy(doc)
+    later["commit"] = "f" * 40
+    later["rows"][0]["search_seconds"] = doc["rows"][0]["search_seconds"] / 2
+    later["rows"] = later["rows"][:1]
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(doc))
+    b.write_text(json.dumps(later))
+    capsys.readouterr()
+    assert main(["bench", "--compare", str(a), str(b), "--json"]) == 0
+    diff = json.loads(capsys.readouterr().out)
+    first = diff["rows"][0]
+    assert first["changes"] == {"search_seconds": {"a": doc["rows"][0]["search_seconds"],
+                                                   "b": later["rows"][0]["search_seconds"],
+                                                   "ratio": 0.5}}
+    assert diff["only_in_a"] == [doc["rows"][1]["workload"]]
+    text = bench_report.compare_text(diff)
+    assert "(0.50×)" in text and "only in A" in text
+
+
+@pytest.mark.slow
+def test_readme_section_is_rewritten_from_the_latest_full_run(doc, tmp_path, monkeypatch,
+                                                               capsys):
+    results = tmp_path / "results"
+    results.mkdir()
+    full = copy.deepcopy(doc)
+    full["settings"]["quick"] = False
+    older = copy.deepcopy(full)
+    older["date"], older["rows"] = "2000-01-01T00:00:00+00:00", []
+    for d in (doc, full, older):      # the quick one never stands for the latest
+        (results / f"{bench_report.stem(d)}.json").write_text(json.dumps(d))
+    latest = bench_report.latest_results(results)
+    assert latest.name == f"{bench_report.stem(full)}.json"
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{bench_report.README_BEGIN}\nold table\n"
+                      f"{bench_report.README_END}\nafter\n")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["bench", "--readme", "--out", "results", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["changed"] is True
+    text = readme.read_text()
+    assert "old table" not in text and text.startswith("intro\n") and text.endswith("after\n")
+    for row in full["rows"]:
+        line = next(li for li in text.splitlines() if li.startswith(f"| {row['workload']} |"))
+        assert f"{row['eager_latency_us']:.2f} µs" in line
+    # already up to date (the CLI names the results file as --out gave it)
+    assert not bench_report.rewrite_readme(readme, full, str(Path("results") / latest.name))
+    readme.write_text("no markers\n")
+    assert main(["bench", "--readme", "--out", "results"]) == 2
+
+
+def test_scaling_points_are_the_search_at_each_cap():
+    from prism.pipeline import search_config_for
+    from prism.search import search
+    settings = replace(bench.QUICK, budget_s=60.0)
+    doc = bench.run_bench([], settings, scaling_caps=(4, 5), scaling_targets=("attention",))
+    part = doc["scaling"]["workloads"]["attention"]
+    graph = get_workload("attention").graph
+    for point in part["points"]:
+        config = replace(search_config_for(graph, 60.0, "h100"), max_block_ops=point["cap"])
+        here = search(graph, config)        # the canonical order: the same families
+        assert point["families_generated"] == here.generated
+        assert point["families_kept"] == here.kept and point["complete"] == here.complete
+    assert part["fit"]["caps_used"] == [4, 5]
+    families = [p["families_generated"] for p in part["points"]]
+    k = math.log(families[1] / families[0]) / math.log(5 / 4)     # two points: an exact line
+    assert part["fit"]["families_generated"]["power"]["exponent"] == pytest.approx(k, abs=1e-3)
+
+
+def test_fit_recovers_an_exact_power_law_and_an_exponential():
+    caps = [5, 6, 7, 8, 9, 10, 11]
+    power = bench.fit_growth(caps, [3.0 * c ** 2.5 for c in caps])
+    assert power["better"] == "power" and power["power"]["exponent"] == pytest.approx(2.5)
+    assert power["power"]["scale"] == pytest.approx(3.0) and power["power"]["r2"] == 1.0
+    expo = bench.fit_growth(caps, [2.0 * 1.7 ** c for c in caps])
+    assert expo["better"] == "exponential" and expo["exponential"]["base"] == pytest.approx(1.7)
+    assert bench.fit_growth([5], [10.0]) is None
+    two = bench.fit_growth([4, 5], [100.0, 200.0])
+    assert two["better"] is None and "cannot tell" in two["statement"]
+
+
+def test_a_budget_stopped_point_stays_out_of_the_fit():
+    points = [{"cap": c, "complete": c < 7, "families_generated": 10 * c,
+               "search_seconds": float(c)} for c in (5, 6, 7)]
+    fit = bench.scaling_fit(points)
+    assert fit["caps_used"] == [5, 6] and fit["caps_left_out"] == [7]
+    assert fit["families_generated"]["power"]["exponent"] == pytest.approx(1.0)
+
+
+def test_unknown_workload_fails_before_any_run(capsys):
+    assert main(["bench", "no_such_workload", "--quick", "--json"]) == 2
+    assert "UnknownWorkloadError" in capsys.readouterr().out
+
+
+def test_bad_settings_and_files_are_one_line_errors(tmp_path):
+    with pytest.raises(bench.BenchError, match="positive"):
+        bench.BenchSettings(budget_s=0)
+    with pytest.raises(bench_report.ResultsError, match="is not JSON"):
+        bench_report.load_results(Path(__file__))
+    other = tmp_path / "other.json"
+    other.write_text("[1, 2]")
+    with pytest.raises(bench_report.ResultsError, match="not a `prism bench` results file"):
+        bench_report.load_results(other)
+    with pytest.raises(bench_report.ResultsError, match="no full `prism bench` run"):
+        bench_report.latest_results(tmp_path)
+
+
+USER = '''
+import torch
+import prism
+
+@prism.workload(X=(8, 64), W=(64, 32))
+def relu_proj(X, W):
+    return torch.relu(X @ W)
+'''
+
+
+@pytest.mark.slow
+def test_a_users_function_is_a_row(tmp_path, capsys):
+    from prism.targets import load_workload_file
+    source = tmp_path / "mine.py"
+    source.write_text(USER)
+    target = f"{source}:relu_proj"
+    code = main(["bench", target, "--quick", "--max-block-ops", "3", "--budget", "60",
+                 "--out", str(tmp_path / "results"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (row,) = doc["rows"]
+    graph = load_workload_file(target).graph
+    assert row["workload"] == "relu_proj" and row["max_block_ops"] == 3
+    assert row["roofline_us"] == pytest.approx(roofline_us(graph, get_device("h100")), abs=1e-4)
+    assert row["best_latency_us"] is not None and row["latency_kind"] == "modeled"
