@@ -39,6 +39,8 @@ def check_folder(path: Path, option: str) -> None:
         raise OutputPathError(f"{option} {path}: a file is there, not a folder; give a folder "
                               f"(it is made if missing) or remove the file")
     _writable_parent(path, option)
+    if path.is_dir():       # replaced at the end: a rename that needs the folder writable too
+        _probe(path, path, option)
 
 
 def check_file(path: Path, option: str) -> None:
@@ -62,10 +64,14 @@ def _writable_parent(path: Path, option: str) -> None:
         raise OutputPathError(f"{option} {path}: its folder {parent} cannot be made "
                               f"({e.strerror or e}); choose a path under a folder you can "
                               "write to") from None
+    _probe(parent, path, option)
+
+
+def _probe(folder: Path, path: Path, option: str) -> None:
     try:        # the one test that also holds for root and for read-only mounts: write there
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.probe-")
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".prism-probe-")
     except OSError as e:
-        raise OutputPathError(f"{option} {path}: the folder {parent} is not writable "
+        raise OutputPathError(f"{option} {path}: the folder {folder} is not writable "
                               f"({e.strerror or e}); choose a folder you can write to") from None
     os.close(fd)
     os.unlink(probe)

@@ -24,6 +24,7 @@ import json
 import math
 import os
 import string
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,8 +159,13 @@ class ResultDB:
         """Raise `ResultDBError` now, not after a search, when the database cannot be appended
         to (its folder cannot be made, a folder is in its place, no permission)."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+            if self.path.exists() or self.path.is_symlink():
+                os.close(os.open(self.path, os.O_WRONLY | os.O_APPEND))
+            else:           # made by the first put: probe its folder, leave nothing behind
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd, probe = tempfile.mkstemp(dir=self.path.parent, prefix=".prism-probe-")
+                os.close(fd)
+                os.unlink(probe)
         except OSError as e:
             raise ResultDBError(f"the result database {self.path} cannot be written "
                                 f"({e.strerror or e}); {_FIX}") from None
