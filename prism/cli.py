@@ -154,6 +154,8 @@ def _cmd_verify(args: argparse.Namespace) -> Any:
     if not candidates:
         results.append({"index": args.index or 0, "verdict": "invalid", "method": "spec",
                         "proof_steps": 0, "seconds": 0.0, "reason": invalid})
+        if not args.json:
+            print(f"{args.candidate}: invalid (spec)\n  {invalid}")
     for i, cand in enumerate(candidates):
         target = _target_at_shapes(targets[0], cand.graph)
         verdict = verify(target, cand.graph, limits)

@@ -15,6 +15,8 @@ from prism.search.checkpoint import load_checkpoint
 from prism.trace import CandidateVerified, SearchFinished, read_jsonl
 
 SMALL = ("--shape", "X=8x64", "--shape", "W=64x64", "--budget", "300")
+# a vocabulary wide enough that the search is still going, minutes on, when it is interrupted
+WIDE = ("--block-ops", "matmul,div,mul,rms_norm,exp,silu,sqrt,square")
 
 
 def wait_for_a_candidate(trace: Path, proc: subprocess.Popen[str], seconds: float = 240) -> None:
@@ -62,13 +64,13 @@ def test_sigint_stops_a_search_as_a_budget_would_and_keeps_result_checkpoint_and
 def test_sigint_stops_optimize_and_writes_what_it_found_beside_the_earlier_results(
         prism_process, tmp_path, earlier, siblings, snapshot):
     out, before = earlier
-    proc = prism_process("optimize", "rmsnorm_matmul", *SMALL, "--out", out, "--db",
+    proc = prism_process("optimize", "rmsnorm_matmul", *SMALL, *WIDE, "--out", out, "--db",
                          tmp_path / "db.jsonl", "--max-trials", "2", stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
     wait_for_a_candidate(out.with_name(f"out.partial-{proc.pid}") / "trace.jsonl", proc)
     proc.send_signal(signal.SIGINT)
     text, err = proc.communicate(timeout=300)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130, (text, err)
     assert "interrupted: the search stops now; what it found is tuned, checked and written" in err
     assert snapshot(out) == before                           # the earlier results are intact
     (kept,) = siblings(out)
@@ -87,7 +89,7 @@ def test_sigint_stops_optimize_and_writes_what_it_found_beside_the_earlier_resul
 def test_a_second_sigint_stops_at_once_and_still_keeps_the_earlier_results(
         prism_process, tmp_path, earlier, siblings, snapshot):
     out, before = earlier
-    proc = prism_process("optimize", "rmsnorm_matmul", *SMALL, "--out", out, "--db",
+    proc = prism_process("optimize", "rmsnorm_matmul", *SMALL, *WIDE, "--out", out, "--db",
                          tmp_path / "db.jsonl", "--json", stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
     wait_for_a_candidate(out.with_name(f"out.partial-{proc.pid}") / "trace.jsonl", proc)
