@@ -46,13 +46,17 @@ def check_graph(label: str, graph: KernelGraph, workload: Workload | None, seed:
             "max_rel_err": err, "seconds": seconds}
 
 
-def run_check(name: str | None, out: Path, seed: int = 0, echo: bool = True) -> dict[str, Any]:
+def run_check(name: str | None, out: Path, seed: int = 0, echo: bool = True,
+              shown: Path | None = None) -> dict[str, Any]:
+    """Write the SVGs, trace and report into `out`; the paths the report gives are under
+    `shown` (where the CLI moves `out` once the run is done), `out` itself by default."""
     from prism.ir.render import render
     from prism.verify.equiv import verify
     from prism.workloads import DEFAULT_WORKLOAD, get_workload, workloads_json
     from prism.workloads.known_best import KNOWN_BEST, known_best
 
     out.mkdir(parents=True, exist_ok=True)
+    shown = shown or out
     tracer = Tracer()
     rows: list[dict[str, Any]] = []
     with JsonlWriter(out / "trace.jsonl") as writer:
@@ -79,14 +83,14 @@ def run_check(name: str | None, out: Path, seed: int = 0, echo: bool = True) -> 
                     summary.update(verdict=verdict.verdict, steps=verdict.proof_steps)
             svg = out / f"{stem}.svg"
             with tracer.stage("render") as summary:
-                row["svg"] = str(render(g, svg))
+                row["svg"] = str(shown / render(g, svg).name)
                 summary["file"] = row["svg"]
             rows.append(row)
     report = {"workload": w.name, "shapes": {k: list(v) for k, v in w.shapes.items()},
-              "workloads": table, "graphs": rows, "trace": str(out / "trace.jsonl")}
+              "workloads": table, "graphs": rows, "trace": str(shown / "trace.jsonl")}
     (out / "report.json").write_text(json.dumps(report, indent=1))
     if echo:
-        _print_table(table, w, rows, out)
+        _print_table(table, w, rows, shown)
     return report
 
 

@@ -1,22 +1,42 @@
 """The `prism` command (also `python -m prism`).
 
-Every command takes `--json` and then prints exactly one JSON document on stdout. Errors the
-user can fix are one line on stderr (or `{"error": ...}` with `--json`) and exit status 2; a
-trace file that cannot be written is one of them. `optimize` exits 1 when it has no kernel or when
-the winner's check failed or did not run (its line says `check: not run (why)`).
+Every command takes `--json` and then prints exactly one JSON document on stdout, on errors too
+(`{"error": {"type", "message"}}`). Errors the user can fix — a bad option value, a path that
+cannot be written, a file that is not what it should be — are one line on stderr naming the
+problem and the fix, found before any work where they can be. The exit status says what
+happened (the README's command table lists them):
+
+    0    done: a kernel whose check passed, an `equivalent` verdict, a search that found one
+    1    done, with no good answer: no kernel or its check failed or did not run (`optimize`),
+         `not_equivalent` (`verify`), no equivalent candidate (`search`), an unsound rule
+    2    bad input: the command line, a file, a path, a program prism cannot take
+    3    `verify`: `unknown` (the limits ran out before a proof or a refutation)
+    4    `verify`: `invalid` (the candidate is not a well-formed graph)
+    70   an internal error: a bug in prism (PRISM_DEBUG=1 shows its traceback)
+    130  interrupted (Ctrl-C): `search` and `optimize` stop as at their budget and keep their
+         work (the result so far, the checkpoint, the trace); a second Ctrl-C stops at once
+    141  stdout was closed early (`prism workloads | head`): quietly, as SIGPIPE would
+
+Every output path (`--out`, `-o`, `--trace`, `--checkpoint`) is checked before any work, and
+an output folder is written whole or not at all (`prism.outputs`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
+import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from prism.errors import PrismError
+from prism.errors import PrismError, UsageError
 
 Command = Callable[[argparse.Namespace], Any]
 
@@ -37,13 +57,12 @@ def _cmd_import_mirage(args: argparse.Namespace) -> Any:
     from prism.targets import resolve
     if not args.file.endswith(".json"):
         raise PrismError(f"{args.file}: expected a Mirage μGraph .json file")
-    targets = resolve(args.file, args.index)
-    if args.out:
-        from prism.ir.serialize import save
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        for i, t in enumerate(targets):
-            save(t.graph, out / f"{Path(args.file).stem}.{i}.json")
+    with _output_folder(args.out) as folder:
+        targets = resolve(args.file, args.index)
+        if folder is not None:
+            from prism.ir.serialize import save
+            for i, t in enumerate(targets):
+                save(t.graph, folder.staging / f"{Path(args.file).stem}.{i}.json")
     if args.json:
         return {"file": args.file, "graphs": [t.graph.to_json() for t in targets]}
     for t in targets:
@@ -53,10 +72,13 @@ def _cmd_import_mirage(args: argparse.Namespace) -> Any:
 
 def _cmd_render(args: argparse.Namespace) -> Any:
     from prism.ir.render import render
+    from prism.outputs import check_file, check_folder
     targets = _graphs(args)
     if len(targets) == 1:
         paths = [Path(args.output or f"{_file_label(targets[0][0])}.svg")]
+        check_file(paths[0], "-o")
     else:  # many graphs: -o names a folder
+        check_folder(Path(args.output or "."), "-o")
         paths = [Path(args.output or ".") / f"{_file_label(label)}.svg" for label, _ in targets]
     written = [str(render(graph, path)) for (_, graph), path in zip(targets, paths, strict=True)]
     if args.json:
@@ -83,7 +105,7 @@ def _graphs(args: argparse.Namespace) -> list[tuple[str, Any]]:
 
 def _cmd_interpret(args: argparse.Namespace) -> Any:
     from prism.check import check_graph
-    from prism.targets import resolve
+    from prism.targets import refuse_too_large, resolve
     rows = []
     for t in resolve(args.target, args.index):
         graph = t.graph
@@ -92,6 +114,7 @@ def _cmd_interpret(args: argparse.Namespace) -> Any:
             if t.workload is None:
                 raise PrismError("--known-best needs a workload TARGET")
             graph = known_best(t.workload.name, t.workload.shapes)
+        refuse_too_large(graph, t.label)
         rows.append(check_graph(t.label, graph, t.workload, seed=args.seed))
     if args.json:
         return {"results": rows}
@@ -104,13 +127,16 @@ def _cmd_interpret(args: argparse.Namespace) -> Any:
 
 def _cmd_check(args: argparse.Namespace) -> Any:
     from prism.check import run_check
-    report = run_check(args.workload, Path(args.out), seed=args.seed, echo=not args.json)
+    with _output_folder(args.out) as folder:
+        assert folder is not None       # --out has a default
+        report = run_check(args.workload, folder.staging, seed=args.seed, echo=not args.json,
+                           shown=folder.destination)
     return report if args.json else None
 
 
 def _cmd_verify(args: argparse.Namespace) -> Any:
     from prism.errors import SpecError
-    from prism.targets import resolve
+    from prism.targets import refuse_too_large, resolve
     from prism.verify.equiv import Limits, show_proof, verify
     targets = resolve(args.target)
     if len(targets) != 1:
@@ -121,11 +147,15 @@ def _cmd_verify(args: argparse.Namespace) -> Any:
     except SpecError as e:
         candidates = []
         invalid = str(e)
+    for t in (*targets, *candidates):
+        refuse_too_large(t.graph, t.label)
     limits = Limits(iterations=args.iterations, nodes=args.nodes, seconds=args.time_limit)
-    results = []
+    results: list[dict[str, Any]] = []
     if not candidates:
         results.append({"index": args.index or 0, "verdict": "invalid", "method": "spec",
                         "proof_steps": 0, "seconds": 0.0, "reason": invalid})
+        if not args.json:
+            print(f"{args.candidate}: invalid (spec)\n  {invalid}")
     for i, cand in enumerate(candidates):
         target = _target_at_shapes(targets[0], cand.graph)
         verdict = verify(target, cand.graph, limits)
@@ -142,7 +172,20 @@ def _cmd_verify(args: argparse.Namespace) -> Any:
                 print(f"  {verdict.reason}")
             if verdict.counterexample:
                 print(f"  counterexample: {json.dumps(verdict.counterexample)}")
-    return {"target": targets[0].label, "results": results} if args.json else None
+    out = {"target": targets[0].label, "results": results} if args.json else None
+    return Exit(out, _verify_code([r["verdict"] for r in results]))
+
+
+# `verify T C && deploy` deploys only what is proved: 0 for equivalent alone, and a refutation
+# outranks an invalid candidate, which outranks an undecided one, when a file holds several
+VERIFY_CODES = {"equivalent": 0, "not_equivalent": 1, "unknown": 3, "invalid": 4}
+
+
+def _verify_code(verdicts: list[str]) -> int:
+    for verdict in ("not_equivalent", "invalid", "unknown"):
+        if verdict in verdicts:
+            return VERIFY_CODES[verdict]
+    return 0 if all(v == "equivalent" for v in verdicts) else VERIFY_CODES["unknown"]
 
 
 def _target_at_shapes(target: Any, candidate: Any) -> Any:
@@ -175,7 +218,7 @@ def _parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
 
 
 def _search_target(args: argparse.Namespace) -> Any:
-    from prism.targets import resolve
+    from prism.targets import refuse_too_large, resolve
     targets = resolve(args.target)
     if len(targets) != 1:
         raise PrismError(f"{args.target} holds {len(targets)} graphs; search one program")
@@ -192,6 +235,7 @@ def _search_target(args: argparse.Namespace) -> Any:
         from prism.targets import Target
         w = w.with_shapes(**shapes)
         target = Target(target.label, w.graph, w)
+    refuse_too_large(target.graph, target.label)
     return target
 
 
@@ -208,7 +252,7 @@ def _search_config(args: argparse.Namespace, base: Any = None) -> Any:
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)
     if args.grid_dims:
-        kw["grid_dims"] = tuple(int(k) for k in args.grid_dims.split(","))
+        kw["grid_dims"] = args.grid_dims
     if args.block_ops:
         kw["block_ops"] = tuple(args.block_ops.split(","))
     elif args.kernel_ops:
@@ -220,53 +264,135 @@ def _search_config(args: argparse.Namespace, base: Any = None) -> Any:
     return replace(base, **kw) if base is not None else SearchConfig(**kw)
 
 
+@contextlib.contextmanager
+def _interruptible(interrupt: threading.Event, what: str) -> Iterator[None]:
+    """The first Ctrl-C (SIGINT) sets `interrupt`, which stops the run as its budget would, so it
+    keeps its work; a second one raises KeyboardInterrupt at once. Outside the main thread (a
+    caller's thread) signals cannot be caught, and Ctrl-C keeps Python's meaning."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if interrupt.is_set():
+            raise KeyboardInterrupt
+        interrupt.set()
+        print(f"interrupted: {what} (Ctrl-C again to stop at once, keeping less)",
+              file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _output_folder(path: str | None, option: str = "--out") -> Iterator[Any]:
+    """An `OutputFolder` for `path` (None: yields None), checked and locked before the work,
+    moved into place when the body is done, beside it when the body raises."""
+    if path is None:
+        yield None
+        return
+    from prism.outputs import OutputFolder
+    folder = OutputFolder(Path(path), option)
+    for note in folder.notes:
+        print(f"note: {note}", file=sys.stderr)
+    try:
+        yield folder
+    except BaseException as e:
+        folder.abandon(interrupted=isinstance(e, KeyboardInterrupt))
+        raise
+    folder.finish()
+
+
 def _cmd_search(args: argparse.Namespace) -> Any:
+    from prism.outputs import Outcome, OutputFile, check_file, sibling
     from prism.search import audit, search
     from prism.search.checkpoint import load_checkpoint, reinstantiate, save_checkpoint
     from prism.trace import JsonlWriter, Tracer
     target = _search_target(args)
     config = _search_config(args)
+    checkpoint = Path(args.checkpoint) if args.checkpoint else None
+    load = checkpoint is not None and checkpoint.is_file()
+    if checkpoint is not None and not load:
+        check_file(checkpoint, "--checkpoint")      # before the search, not after it
+    trace = OutputFile(args.trace, "--trace") if args.trace else None
     tracer = Tracer(keep=False)
-    writer = JsonlWriter(args.trace, fix="free space there or choose another --trace") \
-        if args.trace else None
+    writer = JsonlWriter(trace.staging, fix="free space there or choose another --trace",
+                         shown=trace.path) if trace is not None else None
     if writer is not None:
         tracer.subscribe(writer, required=True)   # a trace that cannot be written stops the run
+    interrupt = threading.Event()
     try:
-        if args.audit_rule:
-            report = audit(target.graph, args.audit_rule, config, tracer=tracer,
-                           label=target.label).to_json()
-            if not args.json:
-                print(f"audit of {report['rule']} on {report['target']}: {report['pruned']} "
-                      f"families pruned, {report['explored']} explored under them, "
-                      f"{report['checked']} programs verified, {report['equivalent']} "
-                      f"equivalent; {'no' if report['sound'] else len(report['wrongly_pruned'])}"
-                      f" wrongly pruned ({report['seconds']:.1f} s)")
-                for w in report["wrongly_pruned"]:
-                    print(f"  {w['family']} ({w['rule']}: {w['reason']}): {w['finding']}")
-            out = report if args.json else None
-            return out if report["sound"] else Exit(out, 1)
-        checkpoint = Path(args.checkpoint) if args.checkpoint else None
-        if checkpoint is not None and checkpoint.exists():
-            ck = load_checkpoint(checkpoint)
-            result = reinstantiate(ck, target.graph, config, tracer=tracer, label=target.label)
-            extra = {"checkpoint": {"path": str(checkpoint), "loaded": True,
-                                    "search_seconds": ck.search_seconds}}
-        else:
-            result = search(target.graph, config, tracer=tracer, label=target.label)
-            extra = {}
-            if checkpoint is not None:
-                save_checkpoint(result, target.graph, checkpoint)
-                extra = {"checkpoint": {"path": str(checkpoint), "loaded": False}}
-    finally:
+        with _interruptible(interrupt, "the search stops now and keeps what it found"):
+            if args.audit_rule:
+                report = audit(target.graph, args.audit_rule, config, tracer=tracer,
+                               label=target.label, cancel=interrupt).to_json()
+            elif load:
+                assert checkpoint is not None
+                ck = load_checkpoint(checkpoint)
+                result = reinstantiate(ck, target.graph, config, tracer=tracer,
+                                       label=target.label)
+                extra: dict[str, Any] = {"checkpoint": {"path": str(checkpoint), "loaded": True,
+                                                        "search_seconds": ck.search_seconds}}
+            else:
+                result = search(target.graph, config, tracer=tracer, label=target.label,
+                                cancel=interrupt)
+                extra = {}
+    except BaseException as e:
         if writer is not None:
             writer.close()
+        if trace is not None:       # the previous trace stays; this run's goes beside it
+            trace.finish("interrupted" if isinstance(e, KeyboardInterrupt) else "failed")
+        raise
+    outcome: Outcome = "interrupted" if interrupt.is_set() else "done"
+    if writer is not None:
+        writer.close()
+    trace_path = trace.finish(outcome) if trace is not None else None
+    if args.audit_rule:
+        if trace_path is not None:
+            report["trace"] = str(trace_path)
+        return _audit_result(args, report, outcome)
+    if checkpoint is not None and not load:
+        # an interrupted search's checkpoint goes beside the path: a later run would load it
+        # from the path as the search's result instead of searching
+        where = save_checkpoint(result, target.graph, sibling(checkpoint, outcome))
+        extra = {"checkpoint": {"path": str(where), "loaded": False}}
     doc = {**result.to_json(), **extra}
-    if args.trace:
-        doc["trace"] = args.trace
+    if trace_path is not None:
+        doc["trace"] = str(trace_path)
+    if outcome == "interrupted":
+        doc["interrupted"] = True
     if not args.json:
         _print_search(doc)
+        if outcome == "interrupted":
+            kept = ", ".join(f"{k}: {v}" for k, v in (("trace", doc.get("trace")), (
+                "checkpoint", doc.get("checkpoint", {}).get("path"))) if v)
+            print(f"interrupted: the result so far is above{'; ' + kept if kept else ''}")
     out = doc if args.json else None
+    if outcome == "interrupted":
+        return Exit(out, 130)
     return out if result.equivalent else Exit(out, 1)
+
+
+def _audit_result(args: argparse.Namespace, report: dict[str, Any], outcome: str) -> Any:
+    """The audit's report, printed; 130 when interrupted, 1 when the rule pruned wrongly."""
+    if not args.json:
+        print(f"audit of {report['rule']} on {report['target']}: {report['pruned']} "
+              f"families pruned, {report['explored']} explored under them, "
+              f"{report['checked']} programs verified, {report['equivalent']} "
+              f"equivalent; {'no' if report['sound'] else len(report['wrongly_pruned'])}"
+              f" wrongly pruned ({report['seconds']:.1f} s)")
+        for w in report["wrongly_pruned"]:
+            print(f"  {w['family']} ({w['rule']}: {w['reason']}): {w['finding']}")
+        if outcome == "interrupted":
+            print("interrupted: the audit so far is above")
+    if outcome == "interrupted":
+        report["interrupted"] = True
+    out = report if args.json else None
+    return Exit(out, 130) if outcome == "interrupted" else out if report["sound"] else \
+        Exit(out, 1)
 
 
 def _print_search(doc: dict[str, Any]) -> None:
@@ -297,12 +423,15 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
     from prism.tune import ResultDB
     target = _search_target(args)
     config = _search_config(args, search_config_for(target.graph, args.budget, args.device))
-    out = Path(args.out)
     db = ResultDB(Path(args.db)) if args.db else ResultDB()
-    result = superoptimize(target.workload or target.graph, device=args.device,
-                           measure=args.measure, budget_s=args.budget, out=out,
-                           search_config=config, checkpoint=args.checkpoint,
-                           max_trials=args.max_trials, db=db, label=target.label)
+    interrupt = threading.Event()
+    with _interruptible(interrupt, "the search stops now; what it found is tuned, checked and "
+                        "written"):
+        result = superoptimize(target.workload or target.graph, device=args.device,
+                               measure=args.measure, budget_s=args.budget, out=Path(args.out),
+                               search_config=config, checkpoint=args.checkpoint,
+                               max_trials=args.max_trials, db=db, label=target.label,
+                               interrupt=interrupt)
     doc = result.to_json()
     if not args.json:
         print(f"{doc['target']} on {doc['device']} (measure: {doc['measure']}), "
@@ -319,9 +448,16 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
                   f"{doc['baseline']['modeled_speedup_vs_eager']:.2f}x")
         for name, path in doc["files"].items():
             print(f"  {name}: {path}")
+        for note in doc.get("notes", []):
+            print(f"  note: {note}")
+        if result.interrupted:
+            print(f"interrupted: the results so far are in {result.output}; {args.out} is "
+                  "as the previous run left it")
+    out = doc if args.json else None
+    if result.interrupted:
+        return Exit(out, 130)
     # 0 only for a kernel whose check ran and passed; a check not run is no pass
-    code = 0 if result.best is not None and result.best.check.passed else 1
-    return Exit(doc if args.json else None, code)
+    return Exit(out, 0 if result.best is not None and result.best.check.passed else 1)
 
 
 def _cmd_bench(args: argparse.Namespace) -> Any:
@@ -410,9 +546,59 @@ def _cmd_lab(args: argparse.Namespace) -> Any:
     return subprocess.call(cmd)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises `UsageError` instead of exiting, so that a bad command line is one
+    line like every other error, and JSON with `--json`."""
+
+    def error(self, message: str) -> Any:
+        raise UsageError(f"{self.prog}: {message}; see `{self.prog} --help`")
+
+
+def _count(text: str) -> int:
+    """A count: an integer ≥ 1 (`--max-trials 0` is not "all")."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1 or str(value) != text.strip().lstrip("+"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer (a count, ≥ 1)")
+    return value
+
+
+def _natural(text: str) -> int:
+    """An index or a seed: an integer ≥ 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer ≥ 0")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """A time: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive finite number of seconds")
+    return value
+
+
+def _grid_dims(text: str) -> tuple[int, ...]:
+    """Grid-dim counts such as `1,2`: each 1, 2 or 3."""
+    parts = [p.strip() for p in text.split(",")]
+    if not all(p in ("1", "2", "3") for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not grid-dim counts from 1, 2, 3 joined "
+                                         "by commas, e.g. 1,2")
+    return tuple(sorted({int(p) for p in parts}))
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="prism", description="Prism Workbench: a symbolic "
-                                "superoptimizer for tensor programs.")
+    p = _Parser(prog="prism", description="Prism Workbench: a symbolic "
+                "superoptimizer for tensor programs.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, fn: Command, help_text: str) -> argparse.ArgumentParser:
@@ -424,36 +610,37 @@ def _parser() -> argparse.ArgumentParser:
     command("workloads", _cmd_workloads, "list the named workloads")
     sp = command("import-mirage", _cmd_import_mirage, "read a Mirage μGraph JSON file")
     sp.add_argument("file")
-    sp.add_argument("--index", type=int, help="only the graph at this position")
+    sp.add_argument("--index", type=_natural, help="only the graph at this position")
     sp.add_argument("--out", help="also save each graph as our JSON into this folder")
     target_help = "a workload name, path.py:function, or a graph .json file (ours or Mirage's)"
     sp = command("render", _cmd_render, "render a graph to SVG: kernels, block-graph clusters "
                  "with grid, loop range, maps and tile shapes")
     sp.add_argument("target", help=target_help)
-    sp.add_argument("--index", type=int, help="for a file of many graphs: only this one")
+    sp.add_argument("--index", type=_natural, help="for a file of many graphs: only this one")
     sp.add_argument("--known-best", action="store_true",
                     help="render the workload's hand-built fused kernel instead")
     sp.add_argument("-o", "--output", help="the .svg (or .dot) file to write")
     sp = command("interpret", _cmd_interpret, "run a graph in the float64 reference "
                  "interpreter on random inputs and compare with torch")
     sp.add_argument("target", help=target_help)
-    sp.add_argument("--index", type=int)
+    sp.add_argument("--index", type=_natural)
     sp.add_argument("--known-best", action="store_true")
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--seed", type=_natural, default=0)
     sp = command("check", _cmd_check, "list the workloads, trace one, interpret it and its "
                  "hand-fused kernel against torch, prove, render, print the table")
     sp.add_argument("workload", nargs="?", default=None, help="default: rmsnorm_matmul")
     sp.add_argument("--out", default="out", help="folder for the SVGs and the report")
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--seed", type=_natural, default=0)
     sp = command("verify", _cmd_verify, "prove a candidate graph equivalent to a target "
                  "(e-graph with the axiom table), or refute it with a counterexample")
     sp.add_argument("target", help=target_help)
     sp.add_argument("candidate", help="a graph .json file (ours or Mirage's: each graph is "
                     "verified, or only --index I), or a workload / path.py:function")
-    sp.add_argument("--index", type=int)
-    sp.add_argument("--time-limit", type=float, default=10.0, help="e-graph seconds per graph")
-    sp.add_argument("--nodes", type=int, default=20_000, help="e-graph node limit")
-    sp.add_argument("--iterations", type=int, default=30, help="e-graph iteration limit")
+    sp.add_argument("--index", type=_natural)
+    sp.add_argument("--time-limit", type=_seconds, default=10.0,
+                    help="e-graph seconds per graph")
+    sp.add_argument("--nodes", type=_count, default=20_000, help="e-graph node limit")
+    sp.add_argument("--iterations", type=_count, default=30, help="e-graph iteration limit")
     sp = command("search", _cmd_search, "symbolic search and verification: families "
                  "generated, pruned per rule, kept, and the verified candidates")
     _search_arguments(sp)
@@ -467,7 +654,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="model: the cost model; interpret: Triton's interpreter (correctness, "
                     "CPU); cuda: CUDA events on a GPU")
     sp.add_argument("--out", default="out", help="folder for the outputs (default out/)")
-    sp.add_argument("--max-trials", type=int, default=8,
+    sp.add_argument("--max-trials", type=_count, default=8,
                     help="configurations compiled and measured (default 8)")
     sp.add_argument("--db", metavar="F.jsonl", help="the result database (default "
                     "~/.cache/prism/results.jsonl, or $PRISM_CACHE_DIR/results.jsonl)")
@@ -502,7 +689,7 @@ def _search_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("target", help="a workload name or path.py:function (@prism.workload)")
     sp.add_argument("--shape", action="append", metavar="NAME=8x1024",
                     help="a parameter's shape (repeat for several)")
-    sp.add_argument("--budget", type=float, default=600.0, help="seconds (default 600)")
+    sp.add_argument("--budget", type=_seconds, default=600.0, help="seconds (default 600)")
     sp.add_argument("--device", default="h100", help="h100, h200 or a100: the hardware rule's "
                     "limits, the parameter candidates, the cost model and the tuner (default "
                     "h100)")
@@ -511,41 +698,73 @@ def _search_arguments(sp: argparse.ArgumentParser) -> None:
                     "search and write it")
     sp.add_argument("--disable", action="append", metavar="RULE",
                     help="switch a pruning rule off (repeat for several)")
-    sp.add_argument("--max-block-ops", type=int)
-    sp.add_argument("--max-kernel-ops", type=int)
-    sp.add_argument("--max-accumulators", type=int)
-    sp.add_argument("--max-block-inputs", type=int)
-    sp.add_argument("--max-custom-kernels", type=int)
-    sp.add_argument("--max-families", type=int, help="stop after this many families")
-    sp.add_argument("--grid-dims", help="grid-dim counts to try, e.g. 1,2")
+    sp.add_argument("--max-block-ops", type=_count)
+    sp.add_argument("--max-kernel-ops", type=_count)
+    sp.add_argument("--max-accumulators", type=_count)
+    sp.add_argument("--max-block-inputs", type=_count)
+    sp.add_argument("--max-custom-kernels", type=_count)
+    sp.add_argument("--max-families", type=_count, help="stop after this many families")
+    sp.add_argument("--grid-dims", type=_grid_dims, help="grid-dim counts to try, e.g. 1,2")
     sp.add_argument("--block-ops", help="block vocabulary, comma-separated")
     sp.add_argument("--kernel-ops", help="pre-defined kernel ops to allow, comma-separated")
     sp.add_argument("--accumulators", help="accumulators to allow, comma-separated")
-    sp.add_argument("--seed", type=int, default=0, help="0: canonical order")
+    sp.add_argument("--seed", type=_natural, default=0, help="0: canonical order")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv       # known even when the command line does not parse
     started = time.perf_counter()
     try:
+        args = _parser().parse_args(argv)
         result = args.func(args)
-    except PrismError as e:
+        code = 0
+        if isinstance(result, Exit):
+            result, code = result.result, result.code
         if args.json:
-            print(json.dumps({"error": {"type": type(e).__name__, "message": str(e)}}))
-        else:
-            print(f"error: {e}", file=sys.stderr)
-        return 2
+            if isinstance(result, dict):
+                result.setdefault("seconds", round(time.perf_counter() - started, 3))
+            print(json.dumps(result))
+        sys.stdout.flush()              # a closed pipe shows here, not at exit
+        return code
+    except PrismError as e:
+        return _fail(as_json, type(e).__name__, str(e), 2)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    code = 0
-    if isinstance(result, Exit):
-        result, code = result.result, result.code
-    if args.json:
-        if isinstance(result, dict):
-            result.setdefault("seconds", round(time.perf_counter() - started, 3))
-        print(json.dumps(result))
+        return _fail(as_json, "KeyboardInterrupt", "interrupted (a second Ctrl-C stops at once; "
+                     "what was written so far is beside the output, named .interrupted-)", 130)
+    except BrokenPipeError:
+        return _closed_pipe()
+    except MemoryError as e:
+        return _fail(as_json, "MemoryError", f"out of memory ({e}); give smaller shapes "
+                     "(--shape)", 2)
+    except Exception as e:  # a bug: one line and a code of its own, the traceback on request
+        if os.environ.get("PRISM_DEBUG"):
+            raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        return _fail(as_json, "InternalError", f"internal error: {type(e).__name__}: {first}; "
+                     "this is a bug in prism: please report it with the command line "
+                     "(PRISM_DEBUG=1 shows the traceback)", 70)
+
+
+def _fail(as_json: bool, kind: str, message: str, code: int) -> int:
+    try:
+        if as_json:
+            print(json.dumps({"error": {"type": kind, "message": message}}), flush=True)
+        else:
+            print(f"error: {message}", file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        return _closed_pipe()
     return code
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away (`prism workloads | head`): stop quietly, as a program
+    killed by SIGPIPE would; stdout is pointed at /dev/null so that Python's own flush at exit
+    does not complain."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 141
 
 
 if __name__ == "__main__":

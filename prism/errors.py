@@ -88,3 +88,39 @@ class ListenerError(PrismError):
 class TraceWriteError(ListenerError):
     """A trace file that cannot be opened or written (a full disk, a folder that is not
     writable); the message names the file and the operating system's reason."""
+
+
+class UsageError(PrismError):
+    """A command line that cannot be used: an unknown option, a missing argument, or a value out
+    of range (a count that is not a positive integer, a time that is not a positive finite
+    number)."""
+
+
+class ArgumentTypeError(PrismError, TypeError):
+    """A Python API argument of the wrong type (`budget_s="10"`, `search_config={}`,
+    `db="path"`); the message names the argument, what it got and what to pass instead."""
+
+
+class OutputPathError(PrismError):
+    """An output path that cannot be written, found before any work: a file where a folder is
+    needed (or a folder where a file is), a folder that is not writable, a parent that cannot be
+    made."""
+
+
+class OutputLockedError(OutputPathError):
+    """An output folder another running prism process is writing into (its lock file names the
+    process)."""
+
+
+class ResultDBError(PrismError):
+    """A result database that cannot be read or written (a folder in its place, no permission),
+    found before the search starts."""
+
+
+class TooLargeError(ShapeError):
+    """Shapes whose tensors would not fit in this machine's memory when the verifier's random
+    tests or the final check allocate them; the message gives the size."""
+
+
+class UserModuleError(PrismError):
+    """A user's `path.py` that raised, or called `sys.exit`, while being imported."""

@@ -16,7 +16,16 @@
                   winner only when it is proved (the input program by its id, or a candidate
                   with an `equivalent` verdict);
 5. **write**      `kernel.py`, `kernel.ptx`, `trace.jsonl`, `report.html` and `result.json` into
-                  the output folder, when one is given.
+                  the output folder, when one is given: into a fresh folder beside it, renamed
+                  into place when the run is done (`prism.outputs`), so a run that fails or is
+                  interrupted leaves the previous results as they were and its own beside them
+                  (`OUT.failed-<time>`, `OUT.interrupted-<time>`); a lock refuses a second run
+                  into the same folder.
+
+Everything a run will write is checked before the search: the argument types, the output
+folder, the result database, and that the program's tensors fit in memory. `interrupt` (Ctrl-C
+in `prism optimize`) stops the search as its budget would: what it found is still tuned,
+checked and written, and the result says it was interrupted; `cancel` stops every stage.
 
 Every stage is a `StageStarted`/`StageFinished` pair on the trace; every decision inside is an
 event. The budget is shared: the search gets most of it, tuning what the search leaves. The trace
@@ -35,7 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from prism.cost import DeviceSpec, default_device, eager_us, get_device, roofline_us
-from prism.errors import PrismError
+from prism.errors import ArgumentTypeError, PrismError
 from prism.frontend.workload import Workload
 from prism.ir.graph import KernelGraph
 from prism.search import SearchConfig, SearchResult, search
@@ -172,6 +181,8 @@ class OptimizeResult:
     seconds: float = 0.0
     files: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    interrupted: bool = False           # the search was stopped by `interrupt` (Ctrl-C)
+    output: Path | None = None          # where the output folder ended up, when one was given
 
     def to_json(self) -> dict[str, Any]:
         best = self.best.to_json() if self.best else None
@@ -185,7 +196,8 @@ class OptimizeResult:
                 "search": self.search.summary() if self.search else None,
                 "tuning": self.tuning.summary() if self.tuning else None,
                 "trials": [t.to_json() for t in self.tuning.finalists] if self.tuning else [],
-                "files": self.files, **({"notes": self.notes} if self.notes else {})}
+                "files": self.files, **({"notes": self.notes} if self.notes else {}),
+                **({"interrupted": True} if self.interrupted else {})}
 
 
 def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", measure: str = "model",
@@ -193,38 +205,68 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", measure: st
                   search_config: SearchConfig | None = None, checkpoint: str | Path | None = None,
                   max_trials: int = 8, compile_ptx: bool = True, tracer: Tracer | None = None,
                   cancel: threading.Event | None = None, db: ResultDB | None = None,
-                  label: str | None = None) -> OptimizeResult:
+                  label: str | None = None,
+                  interrupt: threading.Event | None = None) -> OptimizeResult:
     """Optimize `target` (a workload name, `path.py:function`, a `Workload`, a `KernelGraph` or a
     builder `Graph`) for `device`, measuring with `measure` (`model`, `interpret` or `cuda`)."""
     started = time.perf_counter()
+    _check_arguments(device=device, measure=measure, budget_s=budget_s, out=out,
+                     search_config=search_config, checkpoint=checkpoint, max_trials=max_trials,
+                     tracer=tracer, cancel=cancel, db=db, label=label, interrupt=interrupt)
     graph, workload, name = _resolve(target)
     name = label or name
     spec = get_device(device)
-    backend = make_backend(measure, spec)
-    if not budget_s > 0:
+    make_backend(measure, spec)         # an unknown measure or a missing GPU: before any work
+    if not (math.isfinite(budget_s) and budget_s > 0):
         raise PrismError(f"the budget is {budget_s} s; give a positive time, e.g. --budget 120")
-    tracer = tracer or Tracer()
+    from prism.targets import refuse_too_large
+    refuse_too_large(graph, name)
+    if checkpoint is not None and not Path(checkpoint).exists():
+        from prism.outputs import check_file
+        check_file(Path(checkpoint), "--checkpoint")
+    if db is not None:
+        db.check_writable()             # before the search, not after it
+    from prism.outputs import OutputFolder
+    folder = OutputFolder(out, "--out") if out is not None else None
+    try:
+        result = _run(graph, workload, name, spec, measure, budget_s, search_config, checkpoint,
+                      max_trials, compile_ptx, tracer or Tracer(), cancel, interrupt, db,
+                      folder, started)
+    except BaseException as e:
+        if folder is not None:          # the previous results stay; this run's go beside them
+            folder.abandon(interrupted=isinstance(e, KeyboardInterrupt))
+        raise
+    if folder is not None:
+        result.output = folder.finish()
+    return result
+
+
+def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceSpec,
+         measure: str, budget_s: float, search_config: SearchConfig | None,
+         checkpoint: str | Path | None, max_trials: int, compile_ptx: bool, tracer: Tracer,
+         cancel: threading.Event | None, interrupt: threading.Event | None, db: ResultDB | None,
+         folder: Any, started: float) -> OptimizeResult:
+    """The stages in order, writing into `folder.staging` (an `OutputFolder`) when given."""
     seen_errors = len(tracer.listener_errors)
     events: list[Event] = []             # the run's own events, whatever the tracer keeps
     listening = [tracer.subscribe(events.append)]
     writer = None
-    folder = Path(out) if out is not None else None
     if folder is not None:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise PrismError(f"the output folder {folder} could not be made: {e.strerror or e}; "
-                             "choose another output folder (--out)") from e
-        writer = JsonlWriter(folder / "trace.jsonl",
-                             fix="free space there or choose another output folder (--out)")
+        writer = JsonlWriter(folder.staging / "trace.jsonl",
+                             fix="free space there or choose another output folder (--out)",
+                             shown=folder.path / "trace.jsonl")
         # required: a run whose trace file cannot be written stops (TraceWriteError)
         listening.append(tracer.subscribe(writer, required=True))
+    backend = make_backend(measure, spec)
     result = OptimizeResult(name, spec.name, measure, graph, None, None, None,
                             eager_us(graph, spec), roofline_us(graph, spec), [])
+    if folder is not None:
+        result.notes += folder.notes
     try:
         # the search is its own stage on the trace ("search", from `prism.search`)
         result.search = _search(graph, name, search_config, budget_s * SEARCH_SHARE,
-                                checkpoint, tracer, cancel, spec)
+                                checkpoint, tracer, _either(cancel, interrupt), spec)
+        result.interrupted = interrupt is not None and interrupt.is_set()
         result.notes += result.search.notes
         with tracer.stage("instantiate") as summary:
             configs = instantiate(graph, result.search, spec)
@@ -235,6 +277,9 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", measure: st
             result.tuning = tune(configs, backend, spec, tracer=tracer, max_trials=max_trials,
                                  compile_ptx=compile_ptx, db=db, budget_s=left, cancel=cancel)
             summary.update(result.tuning.summary())
+            if db is not None:
+                summary["database"] = db.summary()
+                result.notes += db.notes()
         with tracer.stage("check") as summary:
             # the best finalist that is proved and does not fail its check (a check that could
             # not run says so); one set aside is scored inf, as in tuning
@@ -244,17 +289,20 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", measure: st
                     _set_aside(result, trial, "has no equivalence proof on record (no verdict "
                                f"for {best.candidate})")
                     continue
-                best.check = check_best(best, workload, measure)
+                best.check = check_best(best, workload, result.measure)
                 if best.check.status != "failed":
                     result.best = best
                     break
                 _set_aside(result, trial, f"failed its check: {best.check.reason}")
             summary.update(best_summary(result))
+        result.interrupted = interrupt is not None and interrupt.is_set()
         result.trace = events           # the write stage's page reads it; later events append
         if folder is not None:
+            if result.interrupted:
+                folder.mark("interrupted")
             with tracer.stage("write") as summary:
                 from prism.report import write_outputs
-                result.files = write_outputs(result, folder)
+                result.files = write_outputs(result, folder.staging, folder.final)
                 summary.update(result.files)
     finally:
         for stop in listening:          # a tracer the caller passes is left as it was
@@ -267,7 +315,7 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", measure: st
     result.seconds = time.perf_counter() - started
     if folder is not None:
         from prism.report import write_result_json
-        write_result_json(result, folder)
+        write_result_json(result, folder.staging)
     return result
 
 
@@ -326,8 +374,61 @@ def _search(graph: KernelGraph, name: str, config: SearchConfig | None, budget_s
         return found
     result = search(graph, config, tracer=tracer, cancel=cancel, label=name)
     if path is not None:
-        save_checkpoint(result, graph, path)
+        # an interrupted search's checkpoint goes beside the path: a later run would load the
+        # path as the search's result instead of searching
+        from prism.outputs import sibling
+        where = sibling(path, "interrupted" if result.stop_reason == "cancelled" else "done")
+        save_checkpoint(result, graph, where)
+        if where != path:
+            result.notes.append(f"the search was stopped: its checkpoint is {where}; pass "
+                                "that file to --checkpoint to re-instantiate it")
     return result
+
+
+class _Either(threading.Event):
+    """Set when either of two events is: the search stops on a cancel or an interrupt."""
+
+    def __init__(self, *events: threading.Event):
+        super().__init__()
+        self._events = events
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self._events)
+
+
+def _either(a: threading.Event | None, b: threading.Event | None) -> threading.Event | None:
+    return a if b is None else b if a is None else _Either(a, b)
+
+
+def _check_arguments(**given: Any) -> None:
+    """Each API argument has a type `superoptimize` can use; else one line naming it, what it
+    got and what to pass (a `TypeError` too, as Python's own would be)."""
+    from os import PathLike
+    none = type(None)
+    event = (threading.Event, none)
+    expect: dict[str, tuple[tuple[type, ...], str]] = {
+        "device": ((str, DeviceSpec), "a device name such as 'h100' or a prism.cost.DeviceSpec"),
+        "measure": ((str,), "'model', 'interpret' or 'cuda'"),
+        "budget_s": ((int, float), "seconds as a number, e.g. budget_s=120"),
+        "out": ((str, PathLike, none), "a folder path (str or pathlib.Path) or None"),
+        "search_config": ((SearchConfig, none), "a prism.SearchConfig(...) or None"),
+        "checkpoint": ((str, PathLike, none), "a file path (str or pathlib.Path) or None"),
+        "max_trials": ((int,), "a positive count, e.g. max_trials=8"),
+        "tracer": ((Tracer, none), "a prism.trace.Tracer or None"),
+        "cancel": (event, "a threading.Event or None"),
+        "interrupt": (event, "a threading.Event or None"),
+        "db": ((ResultDB, none), "a prism.tune.ResultDB, e.g. db=ResultDB('results.jsonl'), "
+               "or None"),
+        "label": ((str, none), "a name (str) or None"),
+    }
+    for name, value in given.items():
+        types, want = expect[name]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise ArgumentTypeError(f"superoptimize: {name}={value!r} is a "
+                                    f"{type(value).__name__}; pass {want}")
+    if given["max_trials"] < 1:
+        raise PrismError(f"superoptimize: max_trials is {given['max_trials']}; give at least 1 "
+                         "(the configurations compiled and measured)")
 
 
 def _run_device(config: SearchConfig, device: DeviceSpec) -> DeviceSpec:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,10 @@ if TYPE_CHECKING:
     from prism.pipeline import OptimizeResult
 
 
-def write_outputs(result: OptimizeResult, folder: Path) -> dict[str, str]:
+def write_outputs(result: OptimizeResult, folder: Path,
+                  final: Callable[[Path], Path] | None = None) -> dict[str, str]:
+    """Write the files into `folder`; the paths returned are where `final` says each will be
+    (the output folder once `prism.outputs.OutputFolder` has moved it into place)."""
     files = {"kernel": folder / "kernel.py", "ptx": folder / "kernel.ptx",
              "trace": folder / "trace.jsonl", "report": folder / "report.html",
              "result": folder / "result.json"}
@@ -52,7 +55,7 @@ def write_outputs(result: OptimizeResult, folder: Path) -> dict[str, str]:
         for key in ("kernel", "ptx"):
             files.pop(key)
     files["report"].write_text(page(result.trace, result.target))
-    return {k: str(v) for k, v in files.items()}
+    return {k: str(final(v) if final else v) for k, v in files.items()}
 
 
 def write_result_json(result: OptimizeResult, folder: Path) -> None:
@@ -177,7 +180,20 @@ def _plot(events: Sequence[Event], check: dict[str, Any] | None) -> str:
                    f"{_e(e.params.get('error', ''))}</td></tr>" for e in failed)
     table = (f"<table><tr><th>failed configuration</th><th>kind</th><th>error</th></tr>{rows}"
              "</table>") if failed else "<p>No configuration failed.</p>"
-    return "<h2>Tuning</h2>" + tuning_svg(measured, bounds) + table
+    return "<h2>Tuning</h2>" + tuning_svg(measured, bounds) + table + _database(events)
+
+
+def _database(events: Sequence[Event]) -> str:
+    """The result database's counts from the tune stage: records read, and the bad ones
+    skipped (each a reason), so an edited or damaged cache never passes unseen."""
+    db = next((e.summary.get("database") for e in events if isinstance(e, StageFinished)
+               and e.stage == "tune" and e.summary.get("database")), None)
+    if db is None:
+        return ""
+    problems = "".join(f"<li>{_e(p)}</li>" for p in db.get("problems", []))
+    return (f"<p>Result database <code>{_e(db['path'])}</code>: {db['records']} record(s) "
+            f"read, <b>{db['skipped']} bad record(s) skipped</b>, {db.get('write_failures', 0)} "
+            f"write(s) failed.</p>" + (f"<ul>{problems}</ul>" if problems else ""))
 
 
 _KIND_COLOURS = {"modeled": "#1f77b4", "interpreted": "#d62728", "measured": "#2ca02c"}

@@ -106,20 +106,30 @@ def test_a_check_that_cannot_run_says_not_run_and_is_no_success(capsys, tmp_path
     assert "passed" not in line, line
 
 
-def test_a_trace_file_that_cannot_be_written_is_an_error(capsys, tmp_path):
+def test_a_trace_file_that_cannot_be_written_is_an_error(tmp_path):
+    """A required trace listener on a full disk stops the run with TraceWriteError; the output
+    folder's previous results stay as they were (the run wrote into a fresh folder beside it)."""
     if not os.path.exists("/dev/full"):
         pytest.skip("needs /dev/full (Linux), whose writes fail with ENOSPC")
+    from prism.errors import TraceWriteError
+    from prism.pipeline import superoptimize
+    from prism.targets import resolve
+    from prism.trace import JsonlWriter, Tracer
     (tmp_path / "mine.py").write_text(USER)
     out = tmp_path / "out"
     out.mkdir()
-    (out / "trace.jsonl").symlink_to("/dev/full")   # a disk that is full
-    argv = ["optimize", f"{tmp_path / 'mine.py'}:relu_proj", *CAPS, "--out", str(out),
-            "--db", str(tmp_path / "db.jsonl"), "--budget", "120"]
-    code, doc = run_json(capsys, *argv)
-    assert code == 2 and doc["error"]["type"] == "TraceWriteError", doc
-    message = doc["error"]["message"]
-    assert f"the trace file {out / 'trace.jsonl'} could not be written" in message
+    (out / "kernel.py").write_text("# the previous run's kernel\n")
+    tracer = Tracer()
+    tracer.subscribe(JsonlWriter("/dev/full", fix="choose another --out"), required=True)
+    target = resolve(f"{tmp_path / 'mine.py'}:relu_proj")[0]
+    with pytest.raises(TraceWriteError) as err:
+        superoptimize(target.workload, out=out, tracer=tracer, max_trials=2, budget_s=120,
+                      db=None)
+    message = str(err.value)
+    assert message.startswith("the trace file /dev/full could not be written")
     assert "No space left on device" in message and "--out" in message
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2 and err.startswith("error: the trace file") and "Traceback" not in err
+    assert sorted(p.name for p in out.iterdir()) == ["kernel.py"]
+    assert (out / "kernel.py").read_text() == "# the previous run's kernel\n"
+    left = [p.name for p in tmp_path.iterdir() if p.name.startswith("out.")]
+    assert len(left) == 1 and left[0].startswith("out.failed-"), left
+    assert (tmp_path / left[0] / "trace.jsonl").exists()

@@ -246,17 +246,20 @@ def test_a_trace_file_that_cannot_be_written_stops_the_run_with_a_clear_error(
     monkeypatch.setattr(pipeline, "JsonlWriter", SmallDisk)
     tracer, view = Tracer(), []
     tracer.subscribe(view.append)          # a widget: it hears everything up to the error
+    out = tmp_path / "out"
     with pytest.raises(TraceWriteError) as err:
-        run_small(cases, "rmsnorm_matmul", max_trials=1, compile_ptx=False, out=tmp_path,
+        run_small(cases, "rmsnorm_matmul", max_trials=1, compile_ptx=False, out=out,
                   tracer=tracer)
     message = str(err.value)
-    assert f"the trace file {tmp_path / 'trace.jsonl'} could not be written" in message
+    assert f"the trace file {out / 'trace.jsonl'} could not be written" in message
     assert "No space left on device" in message and "--out" in message
-    assert len(read_jsonl(tmp_path / "trace.jsonl")) == 5
+    assert not out.exists()             # a failed run never takes the output folder's place
+    (failed,) = tmp_path.glob("out.failed-*")             # its partial results, beside it
+    assert len(read_jsonl(failed / "trace.jsonl")) == 5
     assert len(view) > 6 and view[5].seq == 5             # the event that failed reached it
     last = view[-1]
     assert isinstance(last, StageFinished) and "could not be written" in (last.error or "")
-    assert not (tmp_path / "result.json").exists()        # no result claims a complete run
+    assert not (failed / "result.json").exists()          # no result claims a complete run
 
 
 def test_a_view_that_fails_is_reported_in_the_notes_not_only_kept_in_a_list(cases):

@@ -14,6 +14,7 @@ per candidate) and the device limits — no search (REFERENCE §1.8).
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 from prism.errors import GraphFormatError, PrismError
 from prism.ir.graph import KernelGraph
 from prism.ir.infer import infer_shapes
-from prism.ir.serialize import graph_from_json, graph_to_json, parse_json, read_text
+from prism.ir.serialize import graph_from_json, graph_to_json, parse_json
 from prism.search.config import SearchConfig
 from prism.search.driver import Candidate, SearchResult, _Run
 from prism.trace import Tracer
@@ -54,14 +55,26 @@ def save_checkpoint(result: SearchResult, target: KernelGraph, path: str | Path)
                           for c in result.equivalent]}
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1))
+    # written beside it and renamed: a run killed mid-write leaves the old file or the new one
+    staging = out.with_name(f"{out.name}.partial-{os.getpid()}")
+    staging.write_text(json.dumps(doc, indent=1))
+    os.replace(staging, out)
     return out
 
 
 def load_checkpoint(path: str | Path) -> Checkpoint:
     p = Path(path)
-    text = read_text(p, "it", "give an existing checkpoint or a new path to write one",
-                     CheckpointError)
+    if p.is_dir():
+        raise CheckpointError(f"{p}: a folder, not a checkpoint file; give an existing "
+                              "checkpoint or a new file path to write one")
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise CheckpointError(f"{p}: cannot read it ({e.strerror or e}); give an existing "
+                              "checkpoint or a new path to write one") from None
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{p}: not UTF-8 text (binary bytes), so not a checkpoint; "
+                              "search again to write a new one") from None
     doc = parse_json(text, str(p), error=CheckpointError)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CheckpointError(f"{p}: not a search checkpoint (format {FORMAT!r}); write one "

@@ -132,10 +132,13 @@ class JsonlWriter:
     """A listener that appends each event to a JSONL file as one line, flushed at once.
 
     A file that cannot be opened or written (a full disk, no permission) raises
-    `TraceWriteError` naming the file, the operating system's reason and `fix`."""
+    `TraceWriteError` naming the file (as `shown`, when it is written elsewhere first and moved
+    there at the end), the operating system's reason and `fix`."""
 
-    def __init__(self, path: str | Path, *, fix: str = "free space there or write it elsewhere"):
+    def __init__(self, path: str | Path, *, fix: str = "free space there or write it elsewhere",
+                 shown: str | Path | None = None):
         self.path = Path(path)
+        self.shown = Path(shown) if shown is not None else self.path
         self.fix = fix
         self._failed = False
         try:
@@ -170,7 +173,7 @@ class JsonlWriter:
                     raise self._error(err) from err
 
     def _error(self, err: OSError) -> TraceWriteError:
-        return TraceWriteError(f"the trace file {self.path} could not be written: "
+        return TraceWriteError(f"the trace file {self.shown} could not be written: "
                                f"{err.strerror or err}; {self.fix}")
 
     def __enter__(self) -> JsonlWriter:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from prism.cost import DeviceSpec, modeled
+from prism.cost import DeviceSpec, modeled, roofline_us
 from prism.errors import PrismError
 from prism.instantiate.codegen import TritonProgram, generate
 from prism.ir.graph import KernelGraph
@@ -274,7 +274,7 @@ def _measure(trial: Trial, backend: Backend, device: DeviceSpec, db: ResultDB | 
         return
     key = result_key(graph=graph_to_json(trial.config.concrete()), **context,
                      source=trial.program.source if trial.program else None)
-    hit = db.get(key) if db is not None else None
+    hit = db.get(key, kind=trial.kind) if db is not None else None
     if hit is not None:
         trial.latency_us = float(hit["latency_us"])
         trial.error = hit.get("error")
@@ -290,5 +290,7 @@ def _measure(trial: Trial, backend: Backend, device: DeviceSpec, db: ResultDB | 
     if trial.error is not None:
         trial.latency_us = math.inf
     if db is not None:
+        # the roofline bound lets the database check a modeled latency when it reads it back
         db.put(key, {"config": trial.config.id, "latency_us": trial.latency_us,
-                     "kind": trial.kind, "error": trial.error})
+                     "kind": trial.kind, "error": trial.error,
+                     "roofline_us": roofline_us(trial.config.concrete(), device)})

@@ -116,7 +116,8 @@ def test_verify_command(capsys, tmp_path):
 
     wrong = next(m for m in mutants(fused) if m.kind == "swap-operands")
     save(wrong.graph, tmp_path / "wrong.json")
-    assert main(["verify", "rmsnorm_matmul", str(tmp_path / "wrong.json"), "--json"]) == 0
+    # a refuted candidate exits 1, so `prism verify T C && deploy` never deploys it
+    assert main(["verify", "rmsnorm_matmul", str(tmp_path / "wrong.json"), "--json"]) == 1
     (row,) = json.loads(capsys.readouterr().out)["results"]
     assert row["verdict"] == "not_equivalent" and row["counterexample"]["output"] == 0
 
@@ -137,7 +138,7 @@ def test_invalid_candidate(capsys, tmp_path):
     doc = fused.to_json()
     doc["tensors"]["custom"] = [8, 32]
     (tmp_path / "bad.json").write_text(json.dumps(doc))
-    assert main(["verify", "rmsnorm_matmul", str(tmp_path / "bad.json"), "--json"]) == 0
+    assert main(["verify", "rmsnorm_matmul", str(tmp_path / "bad.json"), "--json"]) == 4
     (row,) = json.loads(capsys.readouterr().out)["results"]
     assert row["verdict"] == "invalid" and "shape" in row["reason"]
 
