@@ -271,7 +271,7 @@ def _predefined_costs(sizes: _Sizes, op: Op, device: DeviceSpec) -> list[KernelC
     # With an epsilon the scaling is four in-place launches on the norms: square, scale, add
     # eps, square root.
     scale = ["scale"] if not with_defaults(op.kind, op.attr)["eps"] else \
-        ["square", "scale", "add eps", "sqrt"]
+        ["square", "scale", "add_eps", "sqrt"]
     return [_library(name, op.kind, x_bytes + norms, 2 * n, device, "norm"),      # square, add
             *(_library(name, op.kind, 2 * norms, rows, device, step) for step in scale),
             _library(name, op.kind, 2 * x_bytes + norms, n, device, "divide")]

@@ -97,7 +97,7 @@ def test_the_unfused_program_is_the_launchers_torch_calls():
     assert cost.latency_us == pytest.approx(rms_norm + matmul)
     assert [(k.kind, k.step) for k in cost.kernels] == [
         ("rms_norm", "norm"), ("rms_norm", "square"), ("rms_norm", "scale"),
-        ("rms_norm", "add eps"), ("rms_norm", "sqrt"), ("rms_norm", "divide"), ("matmul", "")]
+        ("rms_norm", "add_eps"), ("rms_norm", "sqrt"), ("rms_norm", "divide"), ("matmul", "")]
     assert cost.launches == 7 and "7 launch(es)" in str(cost)
     g = Graph("no_eps")
     X, W = g.input("X", SHAPES["X"]), g.input("W", SHAPES["W"])
