@@ -934,9 +934,10 @@ def _rms_norm(e: _Emit, input: Any, normalized_shape: Any, weight: Any = None,
     x = e.last_dim(_tensor(input, "its input"), "rms_norm", normalized_shape)
     # torch's eps=None is the dtype's machine epsilon, added to mean(x²)
     eps = DEFAULT_RMS_EPS if eps is None else float(eps)
+    given = {"eps": eps} if eps else {}     # eps 0 is the op's default: one spelling
     if weight is None:
-        return e.unary("rms_norm", x, name=e.out, eps=eps)
-    return e.binary("mul", e.unary("rms_norm", x, eps=eps), weight, name=e.out)
+        return e.unary("rms_norm", x, name=e.out, **given)
+    return e.binary("mul", e.unary("rms_norm", x, **given), weight, name=e.out)
 
 
 def _layer_norm(e: _Emit, input: Any, normalized_shape: Any, weight: Any = None,

@@ -12,11 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from prism.errors import ShapeError, UnknownWorkloadError
 from prism.frontend.builder import Block, Graph
-from prism.frontend.fx import DEFAULT_RMS_EPS
 from prism.ir.graph import KernelGraph
-
-# The workloads call torch's rms_norm without eps; traced, it has torch's default (see fx).
-RMS_EPS = DEFAULT_RMS_EPS
 
 Shapes = Mapping[str, Sequence[int]]
 
@@ -37,7 +33,7 @@ def rmsnorm_matmul(shapes: Shapes, grid: int | None = None, loop: int | None = N
     tb = Block(grid=(grid or _parts(cols),), forloop_range=loop or _parts(d))
     x = tb.input(X, imap=(-1,), fmap=1)
     w = tb.input(W, imap=(1,), fmap=0)
-    y = tb.div(tb.accum(tb.matmul(x, w), "nored"), tb.accum(x, "red_ld_rms", eps=RMS_EPS))
+    y = tb.div(tb.accum(tb.matmul(x, w), "nored"), tb.accum(x, "red_ld_rms"))
     tb.output(y, omap=(1,))
     (out,) = g.customized(tb)
     g.output(out)
@@ -54,7 +50,7 @@ def rmsnorm_mlp(shapes: Shapes, grid: int | None = None, loop: int | None = None
     x = tb.input(X, imap=(-1,), fmap=1)
     up, gate = tb.input(Wup, imap=(1,), fmap=0), tb.input(Wgate, imap=(1,), fmap=0)
     a, b = tb.accum(tb.matmul(x, up), "nored"), tb.accum(tb.matmul(x, gate), "nored")
-    r = tb.accum(x, "red_ld_rms", eps=RMS_EPS)
+    r = tb.accum(x, "red_ld_rms")
     tb.output(tb.div(tb.mul(a, b), tb.mul(r, r)), omap=(1,))
     (out,) = g.customized(tb)
     g.output(out)
@@ -90,7 +86,7 @@ def _attention(name: str, qk_norm: bool) -> Callable[..., KernelGraph]:
         q = tb.input(Q, imap=(0, 1))             # a block of query rows of one batch
         k = tb.input(K, imap=(0, -1), fmap=2)    # the keys walked by the loop
         v = tb.input(V, imap=(0, -1), fmap=1)    # the values walked alike
-        e = tb.exp(tb.matmul(tb.rms_norm(q, eps=RMS_EPS) if qk_norm else q, k))
+        e = tb.exp(tb.matmul(tb.rms_norm(q) if qk_norm else q, k))
         tb.output(tb.div(tb.accum(tb.matmul(e, v)), tb.accum(e, "red_ld_sum")), omap=(0, 1))
         (out,) = g.customized(tb)
         g.output(out)
@@ -126,8 +122,8 @@ def ntrans(shapes: Shapes, grid: int | None = None, loop: int | None = None) -> 
     H, X, alpha = (g.input(p, tuple(shapes[p])) for p in ("H", "X", "alpha"))
     tb = Block(grid=(grid or rows,), forloop_range=1)
     h, x, al = (tb.input(t, imap=(0,)) for t in (H, X, alpha))
-    y = tb.add(x, tb.mul(al, tb.add(tb.rms_norm(h, eps=RMS_EPS), x)))
-    tb.output(tb.rms_norm(tb.accum(y), eps=RMS_EPS), omap=(0,))
+    y = tb.add(x, tb.mul(al, tb.add(tb.rms_norm(h), x)))
+    tb.output(tb.rms_norm(tb.accum(y)), omap=(0,))
     (out,) = g.customized(tb)
     g.output(out)
     return g.build()

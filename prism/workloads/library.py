@@ -48,9 +48,10 @@ def _entry(program: str, shape_sets: list[ShapeSet] | None = None,
 
 
 def _rms_norm(x: Tensor) -> Tensor:
-    """RMSNorm over the last dim, without epsilon and weight (the IR's rms_norm)."""
+    """RMSNorm over the last dim without weight, and with epsilon 0: Prism's and Mirage's
+    rms_norm, which their kernels compute (torch's default would add its dtype's epsilon)."""
     from torch.nn import functional as F
-    return F.rms_norm(x, (x.shape[-1],))
+    return F.rms_norm(x, (x.shape[-1],), eps=0.0)
 
 
 def _silu(x: Tensor) -> Tensor:

@@ -19,7 +19,7 @@ import pytest
 import prism
 from prism.cost import get_device
 from prism.ir.dims import evaluate
-from prism.ir.graph import KernelGraph
+from prism.ir.graph import KernelGraph, Map
 from prism.ir.spec import problems, substitute_graph
 from prism.search import SearchConfig, search
 from prism.search.abstract import AbstractTarget
@@ -186,8 +186,8 @@ def test_a_symbolic_family_offers_its_map_bits(run):
     sizes = {n for n, r in roles.items() if r != "map"}
     (op, bg) = next(family.iter_blocks())
     # Omap bits name no tile dim (the graph's free_vars lack them) but choose the store.
-    bits = {str(e) for b in bg.ops for m in b.attr.values() for row in m.rows for e in row
-            if not e.is_const}
+    bits = {str(e) for b in bg.ops for m in b.attr.values() if isinstance(m, Map)
+            for row in m.rows for e in row if not e.is_const}
     assert sizes and {n for n, r in roles.items() if r == "map"} == bits
     assert bits >= family.free_vars() - sizes
     # Every bit 0 and every size 1: each tile is its whole tensor.
