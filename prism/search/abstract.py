@@ -121,12 +121,12 @@ def _attr_choices(target: KernelGraph) -> dict[str, list[dict[str, object]]]:
         od = OPS.get(op.kind)
         if od is None or op.kind in ("input", "output", "customized"):
             continue
-        keys = (*od.attrs, *od.optional)
-        if keys:
-            full = with_defaults(op.kind, op.attr)
-            add(op.kind, {k: full[k] for k in keys})
+        full = with_defaults(op.kind, op.attr)
+        if od.attrs or od.optional:     # an optional attribute at its default is left out
+            add(op.kind, {k: full[k] for k in (*od.attrs, *od.optional)
+                          if k in od.attrs or full[k] != od.optional[k]})
         if op.kind == "rms_norm":
-            add("red_ld_rms", {"eps": with_defaults(op.kind, op.attr)["eps"]})
+            add("red_ld_rms", {"eps": full["eps"]} if full["eps"] else {})
         if op.kind == "neg":
             add("mul_scalar", {"scalar": -1.0})
     return found
