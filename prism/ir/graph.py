@@ -175,16 +175,46 @@ class BlockGraph(_Graph):
     @cached_property
     def after_accum(self) -> frozenset[str]:
         """Tensors computed once per block, after the for-loop: accumulator results and what
-        is computed from them only."""
+        is computed from them. An op after the loop may also read a pre-loop tile that is the
+        same in every iteration (`loop_walks` is False for every input it reads: a bias, a
+        residual), as an epilogue does; `prism.ir.spec` checks that."""
         post: set[str] = set()
         for op in self.ops:
             od = OPS.get(op.kind)
             if od is None or od.category in ("io", "custom"):
                 continue
-            if od.category == "accum" or (op.inputs and all(
-                    t in post for t in op.inputs)):
+            if od.category == "accum" or any(t in post for t in op.inputs):
                 post.update(op.outputs)
         return frozenset(post)
+
+    def loads(self, tensor: str) -> frozenset[str]:
+        """The input tiles a tensor of this block graph is computed from."""
+        producer = {t: op for op in self.ops for t in op.outputs}
+        out: set[str] = set()
+        todo = [tensor]
+        while todo:
+            t = todo.pop()
+            op = producer.get(t)
+            if op is None:
+                continue
+            if op.kind == "input":
+                out.add(t)
+            else:
+                todo.extend(op.inputs)
+        return frozenset(out)
+
+    def loop_walks(self, tile: str, env: Mapping[str, int] | None = None) -> bool | None:
+        """Whether the for-loop walks input tile `tile` (its fmap splits a data dim, and the loop
+        range is not 1): True, False, or None while a map bit or the range is symbolic."""
+        from prism.ir.dims import substitute
+        (op,) = [op for op in self.input_ops if op.outputs[0] == tile]
+        loop = substitute(self.forloop_range, env) if env else self.forloop_range
+        if loop.is_const and loop.value == 1:
+            return False
+        entries = [substitute(e, env) if env else e for e in op.attr["fmap"].rows[0]]
+        if any(e.is_const and e.value == 1 for e in entries):
+            return True
+        return False if all(e.is_const for e in entries) else None
 
     @property
     def accumulators(self) -> list[Op]:

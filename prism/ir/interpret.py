@@ -162,8 +162,9 @@ def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
     after = [op for op in bg.ops if op.kind not in ("input", "output") and op not in accums
              and op.outputs[0] in post]
     totals: dict[str, np.ndarray] = {}
+    vals: dict[str, np.ndarray] = {}
     for i in range(loops):
-        vals: dict[str, np.ndarray] = {}
+        vals = {}
         for name, tiles in all_tiles.items():
             # tiles: [*grid', F', *tile]; iteration i reads loop part i (or the only part).
             # Basic indexing gives a view; np.take would copy the whole input every iteration.
@@ -176,7 +177,8 @@ def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
             name = op.outputs[0]
             # Steps add with `+`; a domain that must reduce its sums (modular) does it in finish.
             totals[name] = part if name not in totals else totals[name] + part
-    vals = {}
+    # after the loop: the accumulated tiles, and the pre-loop tiles as the last iteration left
+    # them (an op there reads only those the loop does not walk, the same in every iteration)
     for op in accums:
         acc = semantics.accumulate[op.kind]
         width = evaluate(bg.shape(op.inputs[0])[-1], env) * loops

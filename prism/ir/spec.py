@@ -169,8 +169,16 @@ def _check_custom(graph: KernelGraph, index: int, env: dict[str, int] | None,
             if bop.kind == "redtox_ld_sum":
                 _check_redtox(bg, i, where, env, out)
         elif len(status) > 1:
-            out.append(f"{where} op {i} ({bop.kind}) mixes pre-loop and post-loop operands "
-                       f"{list(bop.inputs)}; accumulate the pre-loop ones first")
+            # after the loop, a pre-loop operand is read as it is: it must be the same tile in
+            # every iteration (computed from tiles the loop does not walk)
+            for t in bop.inputs:
+                walked = [] if t in post else [tile for tile in sorted(bg.loads(t))
+                                               if bg.loop_walks(tile, env)]
+                if walked:
+                    out.append(f"{where} op {i} ({bop.kind}) reads {t} after the loop, but "
+                               f"the loop walks {walked[0]}; after the loop use only "
+                               "accumulated tiles and tiles the loop does not walk (fmap none)")
+                    break
     for src, bop in zip(op.outputs, outs, strict=False):
         if not bop.inputs:
             continue

@@ -209,9 +209,9 @@ class Generator:
                     key = (tuple(sorted(operands, reverse=True)), self.vocab[kind], operands, a)
                     if key <= block.last_key:
                         continue
+                    # operands after the loop may mix with pre-loop ones (an epilogue's bias
+                    # or residual: the state then requires those to be loop-invariant)
                     posts = {block.tensors[i].post for i in operands}
-                    if len(posts) > 1:      # operands all before the loop or all after it
-                        continue
                     if accumulator and (True in posts or (
                             kind != "nored" and block.tensors[operands[0]].shape[-1] == dim(1))):
                         continue            # never after the loop; never reduce a last dim of 1

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from prism.errors import ShapeError
 from prism.expr.terms import Term
-from prism.ir.dims import Dim, dim, var
+from prism.ir.dims import Dim, dim, substitute, var
 from prism.ir.graph import (
     BlockGraph,
     KernelGraph,
@@ -23,7 +24,7 @@ from prism.ir.graph import (
     Shape,
     input_tile_shape,
 )
-from prism.ir.ops import OPS, data_dim, infer_shape
+from prism.ir.ops import OPS, bit_names, data_dim, infer_shape
 from prism.search.abstract import op_term
 
 GRID_NAMES = ("gx", "gy", "gz")
@@ -35,6 +36,7 @@ class Tensor:
     shape: Shape
     term: Term
     post: bool = False            # after the loop (block tensors only)
+    loads: frozenset[int] = frozenset()   # the block's input tiles it reads (block tensors)
 
 
 @dataclass(frozen=True)
@@ -59,20 +61,23 @@ class BlockState:
     compute_ops: int = 0
     accumulators: int = 0
     consumed: frozenset[int] = frozenset()       # tensors some op has consumed
+    looped: frozenset[int] = frozenset()         # input tiles the accumulators read
+    epilogue: frozenset[int] = frozenset()       # input tiles read after the loop as they are
 
     @staticmethod
     def open(kernel: int, grid_dims: int, sources: list[Tensor]) -> BlockState:
         suffix = str(kernel) if kernel else ""
         grid = tuple(var(GRID_NAMES[p] + suffix) for p in range(grid_dims))
         loop = var("F" + suffix)
-        ops, tensors = [], []
+        ops: list[Op] = []
+        tensors: list[Tensor] = []
         for src in sources:
             tile = f"{src.name}_tile{suffix}"
             imap = Map.symbolic(f"m_{tile}", grid_dims, len(src.shape))
             fmap = Map.symbolic(f"f_{tile}", 1, len(src.shape))
             shape = input_tile_shape(src.shape, imap, fmap, grid, loop)
             ops.append(Op.make("input", (), (tile,), {"imap": imap, "fmap": fmap}))
-            tensors.append(Tensor(tile, shape, src.term))
+            tensors.append(Tensor(tile, shape, src.term, loads=frozenset({len(tensors)})))
         return BlockState(kernel, grid, loop, tuple(s.name for s in sources), tuple(ops),
                           tuple(tensors))
 
@@ -85,13 +90,31 @@ class BlockState:
         shape = infer_shape(kind, shapes, attrs)
         name = f"{kind}{len(self.tensors)}" + (f"_{self.kernel}" if self.kernel else "")
         term = op_term(kind, [self.tensors[i].term for i in operands], len(shapes[0]), attrs)
-        post = accumulator or self.tensors[operands[0]].post
+        args = [self.tensors[i] for i in operands]
+        post = accumulator or any(t.post for t in args)
         eqs = _equalities(kind, shapes, name)
+        looped, epilogue = self.looped, self.epilogue
+        if accumulator:
+            looped |= args[0].loads
+        elif post:
+            # An epilogue reads a pre-loop tile after the loop: the loop must not walk the
+            # inputs it comes from (their fmap bits 0: the same tile in every iteration).
+            eqs += tuple(Equality(d, _unwalked(d), name) for t in args if not t.post
+                         for i in sorted(t.loads) for d in self.tensors[i].shape
+                         if _unwalked(d) != d)
+            epilogue |= frozenset().union(*(t.loads for t in args if not t.post))
+        if looped & epilogue:
+            # A tile both accumulated and read as it is after the loop: either the loop walks
+            # it (no program) or walks nothing (the program without a loop, reached without
+            # the epilogue reading it), so the family is not built.
+            raise ShapeError(f"{name}: a tile read after the loop is also accumulated")
+        loads = frozenset().union(*(t.loads for t in args))
         return replace(
             self, ops=(*self.ops, Op.make(kind, (self.tensors[i].name for i in operands),
                                           (name,), attrs)),
-            tensors=(*self.tensors, Tensor(name, shape, term, post)),
-            equalities=self.equalities + eqs, last_key=key,
+            tensors=(*self.tensors, Tensor(name, shape, term, post, loads)),
+            equalities=self.equalities + eqs, last_key=key, looped=looped,
+            epilogue=epilogue,
             compute_ops=self.compute_ops + 1,
             accumulators=self.accumulators + (1 if accumulator else 0),
             consumed=self.consumed | frozenset(operands))
@@ -128,15 +151,28 @@ class BlockState:
 
 
 def _equalities(kind: str, shapes: list[Shape], where: str) -> tuple[Equality, ...]:
-    """The dim pairs the op's shape rule matched that are not already the same expression."""
+    """The dim pairs the op's shape rule matched that are not already the same expression; a
+    dim that broadcasts (a data dim of 1, as a bias's first) must be 1 as a tile too (no map
+    splits it)."""
     if kind == "matmul":
         a, b = shapes
         pairs = list(zip((*a[:-2], a[-1]), (*b[:-2], b[-2]), strict=True))
     elif len(shapes) == 2:
-        pairs = [(x, y) for x, y in zip(*shapes, strict=True) if dim(1) not in (x, y)]
+        pairs = []
+        for x, y in zip(*shapes, strict=True):
+            if dim(1) in (x, y):
+                continue
+            ones = [d for d in (x, y) if data_dim(d) == dim(1)]
+            pairs += [(d, dim(1)) for d in ones] if len(ones) == 1 else [(x, y)]
     else:
         pairs = []
     return tuple(Equality(x, y, where) for x, y in pairs if x != y)
+
+
+def _unwalked(d: Dim) -> Dim:
+    """Tile dim `d` with its loop bits 0: what it is when the loop does not walk it."""
+    loop_bits = {n for n in bit_names(d) if n.startswith("f_")}
+    return substitute(d, dict.fromkeys(loop_bits, 0)) if loop_bits else d
 
 
 @dataclass(frozen=True)

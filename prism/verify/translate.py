@@ -162,6 +162,10 @@ def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Di
             if not _is_one(size)]
     loop = None if _is_one(bg.forloop_range) else names.name("F", bg.forloop_range)
     env: dict[str, Term] = {}
+    # A pre-loop tensor that is the same in every iteration (read from tiles the loop does not
+    # walk) has a term without the loop axis too, for the ops after the loop that read it.
+    still: dict[str, Term] = {}
+    post = bg.after_accum
     inputs = iter(sources)
     chunks = 0
     for op in bg.ops:
@@ -172,6 +176,8 @@ def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Di
             fmap = _map_dims(op.attr["fmap"], f"block input {tile} fmap")[0]
             for p, name in axes:
                 t = _split(t, imap[p], name)
+            if loop is None or fmap < 0:
+                still[tile] = t
             if loop is not None:
                 t = _split(t, fmap, loop)
             env[op.outputs[0]] = t
@@ -185,9 +191,19 @@ def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Di
                 chunk = names.name(f"k{chunks}", bg.shape(op.inputs[0])[-1] / op.attr["dimx"])
                 chunks += 1
             env[op.outputs[0]] = accumulator_term(op.kind, x, loop, last, chunk, op.attr)
+        elif op.outputs[0] in post:
+            args = []
+            for name in op.inputs:
+                if name not in post and name not in still:
+                    raise VerifyError(f"block op {op.outputs[0]} reads {name} after the loop, "
+                                      "but the loop walks a tile it is computed from")
+                args.append(env[name] if name in post else still[name])
+            env[op.outputs[0]] = _compute(op, args, len(bg.shape(op.inputs[0])))
         else:
-            env[op.outputs[0]] = _compute(op, [env[t] for t in op.inputs],
-                                          len(bg.shape(op.inputs[0])))
+            rank = len(bg.shape(op.inputs[0]))
+            env[op.outputs[0]] = _compute(op, [env[t] for t in op.inputs], rank)
+            if all(t in still for t in op.inputs):
+                still[op.outputs[0]] = _compute(op, [still[t] for t in op.inputs], rank)
     results = []
     for op in bg.output_ops:
         t = env[op.inputs[0]]
