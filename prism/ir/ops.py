@@ -164,9 +164,6 @@ def _has_bits(d: Dim) -> bool:
     return bool(bit_names(d))
 
 
-def _is_one_data(d: Dim) -> bool:
-    return d == dim(1) or (_has_bits(d) and data_dim(d) == dim(1))
-
 
 def _same(shapes: list[Shape], attrs: Attrs) -> Shape:
     return shapes[0]
@@ -183,10 +180,6 @@ def _broadcast(shapes: list[Shape], attrs: Attrs) -> Shape:
         if dims_match(x, y) or y == dim(1):
             out.append(x)
         elif x == dim(1):
-            out.append(y)
-        elif _has_bits(y) and data_dim(y) == dim(1) and not _is_one_data(x):
-            out.append(x)       # a tile of a data dim of 1 broadcasts (its maps may not split it)
-        elif _has_bits(x) and data_dim(x) == dim(1) and not _is_one_data(y):
             out.append(y)
         else:
             raise ShapeError(f"elementwise operands {shape_str(a)} and {shape_str(b)} do not "

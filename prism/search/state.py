@@ -9,6 +9,7 @@ expression (`prism.search.abstract`). Every shape match decided symbolically is 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -73,8 +74,12 @@ class BlockState:
         tensors: list[Tensor] = []
         for src in sources:
             tile = f"{src.name}_tile{suffix}"
-            imap = Map.symbolic(f"m_{tile}", grid_dims, len(src.shape))
-            fmap = Map.symbolic(f"f_{tile}", 1, len(src.shape))
+            # A dim of size 1 is never split (a split of it is no program, or a split into one
+            # part: the same program), so its map entries are 0, not bits: the tile dim is 1 and
+            # broadcasts as the data dim does (a bias [1, N]).
+            ones = [d for d, n in enumerate(src.shape) if n == dim(1)]
+            imap = _unsplit(Map.symbolic(f"m_{tile}", grid_dims, len(src.shape)), ones)
+            fmap = _unsplit(Map.symbolic(f"f_{tile}", 1, len(src.shape)), ones)
             shape = input_tile_shape(src.shape, imap, fmap, grid, loop)
             ops.append(Op.make("input", (), (tile,), {"imap": imap, "fmap": fmap}))
             tensors.append(Tensor(tile, shape, src.term, loads=frozenset({len(tensors)})))
@@ -151,24 +156,26 @@ class BlockState:
 
 
 def _equalities(kind: str, shapes: list[Shape], where: str) -> tuple[Equality, ...]:
-    """The dim pairs the op's shape rule matched that are not already the same expression; a
-    dim that broadcasts (a data dim of 1, as a bias's first) must be 1 as a tile too (no map
-    splits it)."""
+    """The dim pairs the op's shape rule matched that are not already the same expression."""
     if kind == "matmul":
         a, b = shapes
         pairs = list(zip((*a[:-2], a[-1]), (*b[:-2], b[-2]), strict=True))
     elif len(shapes) == 2:
-        pairs = []
-        for x, y in zip(*shapes, strict=True):
-            if dim(1) in (x, y):
-                continue
-            ones = [d for d in (x, y) if data_dim(d) == dim(1)]
-            pairs += [(d, dim(1)) for d in ones] if len(ones) == 1 else [(x, y)]
+        pairs = [(x, y) for x, y in zip(*shapes, strict=True) if dim(1) not in (x, y)]
     else:
         pairs = []
     return tuple(Equality(x, y, where) for x, y in pairs if x != y)
 
 
+def _unsplit(m: Map, dims: list[int]) -> Map:
+    """`m` with its entries for data dims `dims` 0."""
+    if not dims:
+        return m
+    return Map(tuple(tuple(dim(0) if d in dims else e for d, e in enumerate(row))
+                     for row in m.rows))
+
+
+@functools.cache
 def _unwalked(d: Dim) -> Dim:
     """Tile dim `d` with its loop bits 0: what it is when the loop does not walk it."""
     loop_bits = {n for n in bit_names(d) if n.startswith("f_")}
