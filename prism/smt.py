@@ -17,7 +17,7 @@ positions of its axes, by name, then its data indices):
     (red t g)          Σ_{p<|g|} t at pos_g := p;  (mred t g) is that / |g|
     compute heads      as the op table's `smt` entry says (`prism.ir.ops.OpDef.smt`):
       polynomial       add, sub, neg, mul, square, mul_scalar, add_scalar as +, −, ·, x·x, t·c,
-                       t + c; div as a · 1/b
+                       t + c; div as a · 1/b, reciprocal as 1/x
       piecewise        relu, abs, leaky_relu, clamp, maximum, minimum as z3 if-then-else terms
       uninterpreted    exp, silu, gelu, sqrt, pow, tanh, log, ...: any function of the operands
       reductions       sum, mean, matmul: Σ over a data index (mean: / its size); max, min and
@@ -417,6 +417,8 @@ class _Encoder:
             return self._mul(kids[0], kids[0])
         if head == "div":
             return self._mul(kids[0], self._inverse(kids[1]))
+        if head == "reciprocal":
+            return self._inverse(kids[0])
         if head == "mul_scalar":
             return self._mul(kids[0], self._const(attrs["scalar"]))
         if head == "add_scalar":

@@ -278,6 +278,8 @@ _ALGEBRA = [
         "(div (sub ?x (mean ?x ?d)) (sqrt (add_scalar (mean (square (sub ?x (mean ?x ?d))) ?d) "
         "?e)))", "layer_norm(x, ε) = (x − mean x) / sqrt(var x + ε), over d", "smt", "algebra",
         both=True),
+    _ax("div-is-mul-reciprocal", "(div ?a ?b)", "(mul ?a (reciprocal ?b))", "a / b = a · (1/b)",
+        "smt", "algebra", both=True),
     _ax("sub-is-add-neg", "(sub ?a ?b)", "(add ?a (neg ?b))", "a − b = a + (−b)", "smt",
         "algebra", both=True),
     _ax("neg-is-mul-scalar", "(neg ?a)", "(mul_scalar ?a -1.0)", "−a = a · (−1)", "smt",

@@ -33,8 +33,9 @@ against torch read.
 
 **The vocabulary** is the op table's, in the spellings model code uses (the tables at the end):
 matmul / @ / mm / bmm / F.linear / addmm; + - * / with tensors or Python scalars on either side
-(but not a scalar divided by a tensor), torch.add/sub(alpha=), rsub, multiply, neg; exp, log,
-sqrt, square, x ** 2, x ** 0.5, abs, sigmoid, tanh, silu, relu, gelu (exact and tanh),
+(a scalar divided by a tensor is a reciprocal), torch.add/sub(alpha=), rsub, multiply, neg; exp,
+log, sqrt, rsqrt, reciprocal, square, x ** 2, x ** 0.5, abs, sigmoid, tanh, silu, relu, gelu
+(exact and tanh),
 leaky_relu, softplus (beta=1, threshold=20), clamp / clip / hardtanh / relu6, maximum, minimum;
 sum, mean, amax / amin, max / min (values only), logsumexp, over a dim, a tuple of dims or all
 (chained one-dim reductions), keepdim either way; torch.norm and linalg.vector_norm (the 2-norm);
@@ -837,6 +838,11 @@ def _rsub(e: _Emit, input: Any, other: Any, *, alpha: Any = 1) -> _Value:
     return _sub(e, other, input, alpha=alpha)
 
 
+def _rsqrt(e: _Emit, input: Any) -> _Value:
+    # 1/√x: the reciprocal of the root (one rounding more than torch's fused rsqrt)
+    return e.unary("reciprocal", e.unary("sqrt", input), name=e.out)
+
+
 def _neg(e: _Emit, input: Any) -> _Value:
     return e.unary("neg", input, name=e.out)
 
@@ -852,8 +858,9 @@ def _mul(e: _Emit, input: Any, other: Any) -> _Value:
 def _div(e: _Emit, input: Any, other: Any, *, rounding_mode: Any = None) -> _Value:
     _no_extras(rounding_mode=rounding_mode)
     if _is_scalar(input):
-        raise _Refusal("a Python scalar divided by a tensor is not supported (the IR has no "
-                       "reciprocal); pass the numerator as an input tensor")
+        # c / x = c · (1/x)
+        recip = e.unary("reciprocal", other, name=None if input != 1 else e.out)
+        return recip if input == 1 else e.scalar("mul_scalar", recip, float(input), name=e.out)
     if _is_scalar(other):
         if other == 0:
             raise _Refusal("division by the constant 0")
@@ -1021,6 +1028,7 @@ def _functions() -> dict[Any, Lowering]:
         torch.tanh: _unary("tanh"), F.tanh: _unary("tanh"),
         torch.abs: _unary("abs"), operator.abs: _unary("abs"), torch.log: _unary("log"),
         torch.exp: _unary("exp"), torch.sqrt: _unary("sqrt"), torch.square: _unary("square"),
+        torch.reciprocal: _unary("reciprocal"), torch.rsqrt: _rsqrt,
         torch.clamp: _clamp, torch.clip: _clamp, F.hardtanh: _hardtanh, F.relu6: _relu6,
         torch.maximum: lambda e, input, other: e.binary("maximum", input, other, name=e.out),
         torch.minimum: lambda e, input, other: e.binary("minimum", input, other, name=e.out),
@@ -1063,6 +1071,7 @@ def _methods() -> dict[str, Lowering]:
         "matmul": _matmul, "bmm": _matmul, "mm": _matmul,
         "relu": _unary("relu"), "exp": _unary("exp"), "sqrt": _unary("sqrt"),
         "square": _unary("square"), "pow": _pow, "sigmoid": _unary("sigmoid"),
+        "reciprocal": _unary("reciprocal"), "rsqrt": _rsqrt,
         "tanh": _unary("tanh"), "abs": _unary("abs"), "log": _unary("log"),
         "clamp": _clamp, "clip": _clamp,
         "maximum": lambda e, input, other: e.binary("maximum", input, other, name=e.out),

@@ -435,6 +435,8 @@ OPS: dict[str, OpDef] = {o.name: o for o in [
               smt=POLY, passes=lambda i, need: min(need, NONZERO)),   # x² > 0 iff x ≠ 0
     _unary_op("neg", np.negative, "−x", "-{0}", "torch.neg({0})", True, smt=POLY,
               passes=lambda i, need: min(need, NONZERO)),
+    _unary_op("reciprocal", lambda x: 1.0 / x, "1 / x", "1.0 / {0}", "torch.reciprocal({0})",
+              False, smt=POLY, domains={0: NONZERO}),
     _unary_op("sigmoid", _sigmoid, "1 / (1 + e^−x)", "tl.sigmoid({0})", "torch.sigmoid({0})",
               False, flops=4, passes=lambda i, need: ANY),         # sigmoid(x) > 0
     _unary_op("tanh", np.tanh, "tanh x", "2.0 * tl.sigmoid(2.0 * {0}) - 1.0", "torch.tanh({0})",

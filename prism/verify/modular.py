@@ -234,6 +234,7 @@ COMPUTE: dict[str, Reference] = {
     "matmul": _binary(mod_matmul),
     # exact: −x, a − b, x + c, and layer_norm by its definition
     "neg": _unary(lambda x: mod_mul(x, np.asarray(field_constant(-1)))),
+    "reciprocal": _unary(field_inverse),
     "sub": _binary(lambda a, b: mod_add(a, mod_mul(b, np.asarray(field_constant(-1))))),
     "add_scalar": lambda xs, attrs, lead: mod_add(xs[0], np.asarray(field_constant(
         attrs["scalar"]))),

@@ -26,6 +26,11 @@ LIN = {"x": (N, D), "w": (5, D), "b": (5,)}
 
 # The spellings of model code: name -> (function, shapes).
 SPELLINGS = {
+    # reciprocals
+    "scalar_over_tensor": (lambda x: 2.0 / (x * x + 1.0), {"x": (N, D)}),
+    "one_over_tensor": (lambda x: 1 / torch.exp(x), {"x": (N, D)}),
+    "rsqrt": (lambda x: torch.rsqrt(x * x + 0.5), {"x": (N, D)}),
+    "tensor_rsqrt": (lambda x: (x * x + 0.5).rsqrt(), {"x": (N, D)}),
     # linear layers
     "linear": (lambda x, w, b: F.linear(x, w, b), LIN),
     "linear_no_bias": (lambda x, w: F.linear(x, w), {"x": (N, D), "w": (5, D)}),
@@ -273,7 +278,6 @@ UNSUPPORTED = {
     "gelu_unknown": (lambda x: F.gelu(x, approximate="erf"), "use 'none' or 'tanh'"),
     "clamp_tensor": (lambda x: torch.clamp(x, min=x), "torch.maximum"),
     "pow_three": (lambda x: x ** 3, "exponent 3"),
-    "scalar_over_tensor": (lambda x: 1.0 / x, "scalar divided by a tensor"),
     "matmul_vector": (lambda x: x @ x.sum(0), "a vector"),
     "constant_tensor": (lambda x: x * torch.ones(N, D), "constant tensor"),
     "inplace": (lambda x: F.relu(x, inplace=True), "inplace=True"),

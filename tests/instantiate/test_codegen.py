@@ -316,8 +316,8 @@ def one_kernel(inputs: dict[str, tuple[int, ...]], grid: tuple[int, ...], loop: 
 
 
 UNARY = {"exp": 0.25, "silu": 1.0, "relu": 1.0, "gelu": 1.0, "sqrt": None, "square": 1.0,
-         "neg": 1.0, "sigmoid": 2.0, "tanh": 2.0, "abs": 1.0, "log": None, "softplus": 12.0,
-         "gelu_tanh": 2.0}
+         "neg": 1.0, "reciprocal": None, "sigmoid": 2.0, "tanh": 2.0, "abs": 1.0, "log": None,
+         "softplus": 12.0, "gelu_tanh": 2.0}
 # ops with attributes: (attrs, input scale); softplus's scale reaches past its threshold (20)
 WITH_ATTRS = {"leaky_relu": [{"slope": 0.2}], "add_scalar": [{"scalar": 0.5}],
               "clamp": [{"lo": -0.5, "hi": 0.75}, {"lo": None, "hi": 0.5}, {"lo": 0.1, "hi": None}]}
@@ -616,6 +616,7 @@ def test_every_kernel_level_op_through_torch(kit):
             g.rms_norm(m, eps=1e-3), g.apply("layer_norm", m, eps=1e-5),
             g.apply("log", g.apply("add_scalar", g.square(m), scalar=1.0)),
             *(g.apply(k, m) for k in ("neg", "sigmoid", "tanh", "abs", "softplus", "gelu_tanh")),
+            g.apply("reciprocal", g.apply("add_scalar", g.square(m), scalar=0.5)),
             g.apply("leaky_relu", m, slope=0.1), g.apply("clamp", m, lo=-0.5, hi=None),
             *(g.apply(k, m, Y) for k in ("sub", "maximum", "minimum")),
             *(g.apply(k, m, dim=d) for k in ("max", "min", "logsumexp") for d in (0, 1))]

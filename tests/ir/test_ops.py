@@ -65,6 +65,7 @@ TORCH = {
     "sqrt": (lambda a: torch.sqrt(a), [P], {}),
     "square": (lambda a: torch.square(a), [A], {}),
     "neg": (lambda a: -a, [A], {}),
+    "reciprocal": (lambda a: torch.reciprocal(a), [P], {}),
     "sigmoid": (lambda a: torch.sigmoid(a), [A], {}),
     "tanh": (lambda a: torch.tanh(a), [A], {}),
     "abs": (lambda a: torch.abs(a), [A], {}),

@@ -59,12 +59,16 @@ def test_accumulator_on_a_post_loop_tensor():
     assert any("already after the loop" in p for p in problems(replace(bad, ops=tuple(ops))))
 
 
-def test_op_mixing_pre_and_post_loop_operands():
+def test_op_after_the_loop_reading_a_walked_tile():
+    # GOOD's loop walks X and W: after the loop, their product differs from iteration to
+    # iteration, so an op there may not read it (an epilogue reads only tiles the loop does not
+    # walk: a bias, a residual)
     def edit(ops):
         i = block_op(GOOD, "div")
         ops[i] = replace(ops[i], inputs=("matmul", "red_ld_rms"))
         return ops
-    assert any("mixes pre-loop and post-loop" in p for p in problems(with_block_ops(GOOD, edit)))
+    found = problems(with_block_ops(GOOD, edit))
+    assert any("reads matmul after the loop, but the loop walks" in p for p in found), found
 
 
 def test_output_inside_the_loop_body():

@@ -91,7 +91,7 @@ def run(X, W):
     """rmsnorm_matmul(X [8, 64], W [64, 48]) -> matmul"""
     X, W, = _prepare((X, W,), _INPUTS)
     # rms_norm = rms_norm(X): pre-defined, in torch
-    rms_norm = _rms_norm(X, 2.220446049250313e-16)
+    rms_norm = _rms_norm(X, 0.0)
     # matmul = matmul(rms_norm, W): pre-defined, in torch
     matmul = torch.matmul(rms_norm, W)
     return matmul

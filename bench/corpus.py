@@ -1,0 +1,96 @@
+"""Optimize every program of the test corpus (`tests/corpus/corpus_programs.py`) and print the
+table the programs issue asks for: custom kernels and the ops left outside them, the check
+against torch, the modeled speed-up over eager, the search's time and whether it was exhaustive.
+
+    .venv/bin/python bench/corpus.py [NAME ...] [--budget S] [--json FILE]
+
+Each program runs through `prism.superoptimize` (the user's path: trace, search, instantiate,
+tune on the cost model, check the winner in Triton's interpreter against torch). Latencies are
+modeled (H100); times are this machine's wall clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _corpus() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "corpus_programs", ROOT / "tests" / "corpus" / "corpus_programs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(name: str, target: Any, budget: float) -> dict[str, Any]:
+    import prism
+
+    start = time.perf_counter()
+    try:
+        result = prism.superoptimize(target, budget_s=budget, compile_ptx=False)
+    except prism.PrismError as e:
+        return {"program": name, "refused": f"{type(e).__name__}: {e}"}
+    doc = result.to_json()
+    best, search = doc["best"] or {}, doc["search"] or {}
+    custom = [op for op in result.best.graph.ops if op.kind == "customized"] \
+        if result.best else []
+    outside = sorted({op.kind for op in result.best.graph.ops
+                      if op.kind not in ("input", "output", "customized")}) if result.best else []
+    return {"program": name, "custom_kernels": len(custom), "outside": outside,
+            "check": (best.get("check") or {}).get("status"),
+            "latency_us": best.get("latency_us"), "latency_kind": best.get("latency_kind"),
+            "speedup_vs_eager": doc["baseline"]["modeled_speedup_vs_eager"],
+            "search_s": round(float(search.get("seconds", 0.0)), 1),
+            "families": (search.get("families") or {}).get("generated"),
+            "exhaustive": search.get("exhaustive"),
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--budget", type=float, default=300.0)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    corpus = _corpus()
+    import torch
+
+    import prism
+
+    targets: dict[str, Any] = {}
+    for name, (fn, shapes, _) in corpus.PROGRAMS.items():
+        targets[name] = lambda fn=fn, shapes=shapes: prism.workload(fn, **shapes)
+    for name, (make, shape) in corpus.MODULES.items():
+        targets[name] = lambda make=make, shape=shape: prism.workload.from_module(
+            make(), torch.zeros(*shape))
+    rows = []
+    for name in args.names or list(targets):
+        row = _row(name, targets[name](), args.budget)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    print("\n| program | custom kernels | outside custom kernels | check | modeled speed-up | "
+          "search s | families | exhaustive |\n|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if "refused" in r:
+            print(f"| {r['program']} | refused: {r['refused']} |||||||")
+            continue
+        print(f"| {r['program']} | {r['custom_kernels']} | {', '.join(r['outside']) or '-'} | "
+              f"{r['check']} | {r['speedup_vs_eager']} | {r['search_s']} | {r['families']} | "
+              f"{r['exhaustive']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())

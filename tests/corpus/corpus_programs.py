@@ -1,0 +1,312 @@
+"""The programs users bring: small blocks written the way model code is written, at small shapes.
+
+Each entry is (function, shapes, kind): `kind` says what the optimizer must make of it —
+`epilogue` (a matmul and an elementwise epilogue: bias, scalars, residual; one fused kernel,
+modeled faster than eager), or `any` (a correct kernel, fused or partly fused). The functions
+use torch's own spellings (F.linear, addmm, .T, keepdim=False, tuples of dims, scalars on either
+side); the shapes are small so that the search and the interpreter stay quick. `MODULES` are
+`nn.Module` blocks, traced with `prism.workload.from_module`.
+
+`tests/corpus/test_corpus.py` traces every program and checks it against torch in float64, and
+optimizes a sample end to end; `bench/corpus.py` optimizes all of them and prints the table the
+programs issue asks for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+M, K, N = 8, 64, 32
+X = {"X": (M, K)}
+XW = {"X": (M, K), "W": (K, N)}
+
+
+def _program(fn: Callable[..., Any], shapes: dict[str, tuple[int, ...]],
+             kind: str = "any") -> tuple[Callable[..., Any], dict[str, tuple[int, ...]], str]:
+    return fn, shapes, kind
+
+
+# -- Linear layers with biases and activations ---------------------------------------------------
+
+def linear_bias_relu(X, W, B):
+    return torch.relu(X @ W + B)
+
+
+def linear_bias_gelu(X, W, B):
+    return F.gelu(F.linear(X, W, B))
+
+
+def linear_bias_silu_2d_bias(X, W, B):
+    return F.silu(X @ W + B)
+
+
+def addmm_tanh(B, X, W):
+    return torch.tanh(torch.addmm(B, X, W))
+
+
+def linear_sigmoid(X, W):
+    return torch.sigmoid(X @ W)
+
+
+def linear_leaky_relu(X, W, B):
+    return F.leaky_relu(X @ W + B, negative_slope=0.1)
+
+
+def linear_gelu_tanh(X, W):
+    return F.gelu(X @ W, approximate="tanh")
+
+
+def linear_relu6(X, W, B):
+    return F.relu6(X @ W + B)
+
+
+def linear_softplus(X, W):
+    return F.softplus(X @ W)
+
+
+def linear_transposed_weight(X, W):
+    return F.relu(X @ W.T)
+
+
+# -- scaling and residual epilogues --------------------------------------------------------------
+
+def scaled_relu(X, W, B):
+    return torch.relu((X @ W + B) * 1.5)
+
+
+def silu_times_two(X, W):
+    return F.silu(X @ W) * 2.0
+
+
+def gelu_over_four(X, W):
+    return F.gelu(X @ W / 4)
+
+
+def half_plus_residual(X, W, R):
+    return (X @ W) * 0.5 + R
+
+
+def residual_minus(X, W, R):
+    return R - X @ W
+
+
+def scalar_shift(X, W):
+    return 1.0 - torch.sigmoid(X @ W)
+
+
+def clamp_epilogue(X, W):
+    return torch.clamp(X @ W, min=-1.0, max=1.0)
+
+
+def abs_epilogue(X, W):
+    return torch.abs(X @ W) + 0.1
+
+
+def maximum_with_residual(X, W, R):
+    return torch.maximum(X @ W, R)
+
+
+# -- gated MLPs ------------------------------------------------------------------------------------
+
+def swiglu(X, Wg, Wu):
+    return F.silu(X @ Wg) * (X @ Wu)
+
+
+def geglu_with_biases(X, Wg, Wu, Bg, Bu):
+    return F.gelu(X @ Wg + Bg) * (X @ Wu + Bu)
+
+
+# -- norms before a projection ---------------------------------------------------------------------
+
+def rmsnorm_eps_weight_proj(X, G, W):
+    return F.rms_norm(X, (X.shape[-1],), G, eps=1e-6) @ W
+
+
+def rmsnorm_by_hand(X, W):
+    return (X * torch.rsqrt(X.pow(2).mean(-1, keepdim=True) + 1e-6)) @ W
+
+
+def residual_rmsnorm_proj(X, R, W):
+    h = X + R
+    return F.rms_norm(h, (h.shape[-1],), eps=1e-5) @ W
+
+
+def layernorm_proj(X, G, Bn, W):
+    return F.layer_norm(X, (X.shape[-1],), G, Bn, eps=1e-5) @ W
+
+
+def layernorm_no_affine(X):
+    return F.layer_norm(X, (X.shape[-1],))
+
+
+# -- softmax, log-softmax and normalisation --------------------------------------------------------
+
+def safe_softmax(X):
+    return torch.softmax(X, dim=-1)
+
+
+def log_softmax(X):
+    return F.log_softmax(X, dim=-1)
+
+
+def softmax_of_logits(X, W):
+    return F.softmax(X @ W, dim=-1)
+
+
+def l2_normalise(X):
+    return X / torch.linalg.vector_norm(X, dim=-1, keepdim=True)
+
+
+def l2_normalise_norm(X):
+    return X / torch.norm(X, dim=-1, keepdim=True)
+
+
+def row_mean_centre(X):
+    return X - X.mean(-1, keepdim=True)
+
+
+def logsumexp_rows(X):
+    return torch.logsumexp(X, dim=-1)
+
+
+def row_max(X):
+    return X.amax(dim=-1, keepdim=True)
+
+
+# -- losses ----------------------------------------------------------------------------------------
+
+def mse(P, T):
+    return ((P - T) ** 2).mean()
+
+
+def mse_loss(P, T):
+    return F.mse_loss(P, T)
+
+
+def hinge(P, T):
+    return torch.clamp(1.0 - P * T, min=0.0).mean()
+
+
+def smooth_l1_like(P, T):
+    d = torch.abs(P - T)
+    return torch.minimum(d, d * d).sum(dim=(0, 1))
+
+
+def cross_entropy_over_logits(X, Y):
+    # Y one-hot: −Σ y · log_softmax(x), averaged over rows
+    return -(Y * F.log_softmax(X, dim=-1)).sum(-1).mean()
+
+
+# -- attention -------------------------------------------------------------------------------------
+
+def attention_scaled(Q, Kt, V):
+    d = Q.shape[-1]
+    return torch.softmax(Q @ Kt / math.sqrt(d), dim=-1) @ V
+
+
+def attention_transposed_keys(Q, Kk, V):
+    return torch.softmax((Q @ Kk.T) * (Q.shape[-1] ** -0.5), dim=-1) @ V
+
+
+# -- batched activations times a shared weight -----------------------------------------------------
+
+def batched_linear_gelu(X, W):
+    return F.gelu(X @ W)
+
+
+PROGRAMS: dict[str, tuple[Callable[..., Any], dict[str, tuple[int, ...]], str]] = {
+    "linear_bias_relu": _program(linear_bias_relu, {**XW, "B": (N,)}, "epilogue"),
+    "linear_bias_gelu": _program(linear_bias_gelu, {"X": (M, K), "W": (N, K), "B": (N,)},
+                                 "epilogue"),
+    "linear_bias_silu_2d_bias": _program(linear_bias_silu_2d_bias, {**XW, "B": (1, N)},
+                                         "epilogue"),
+    "addmm_tanh": _program(addmm_tanh, {"B": (N,), **XW}, "epilogue"),
+    "linear_sigmoid": _program(linear_sigmoid, XW, "epilogue"),
+    "linear_leaky_relu": _program(linear_leaky_relu, {**XW, "B": (N,)}, "epilogue"),
+    "linear_gelu_tanh": _program(linear_gelu_tanh, XW, "epilogue"),
+    "linear_relu6": _program(linear_relu6, {**XW, "B": (N,)}, "epilogue"),
+    "linear_softplus": _program(linear_softplus, XW, "epilogue"),
+    "linear_transposed_weight": _program(linear_transposed_weight, {"X": (M, K), "W": (N, K)},
+                                         "epilogue"),
+    "scaled_relu": _program(scaled_relu, {**XW, "B": (1, N)}, "epilogue"),
+    "silu_times_two": _program(silu_times_two, XW, "epilogue"),
+    "gelu_over_four": _program(gelu_over_four, XW, "epilogue"),
+    "half_plus_residual": _program(half_plus_residual, {**XW, "R": (M, N)}, "epilogue"),
+    "residual_minus": _program(residual_minus, {**XW, "R": (M, N)}, "epilogue"),
+    "scalar_shift": _program(scalar_shift, XW, "epilogue"),
+    "clamp_epilogue": _program(clamp_epilogue, XW, "epilogue"),
+    "abs_epilogue": _program(abs_epilogue, XW, "epilogue"),
+    "maximum_with_residual": _program(maximum_with_residual, {**XW, "R": (M, N)}, "epilogue"),
+    "swiglu": _program(swiglu, {"X": (M, K), "Wg": (K, N), "Wu": (K, N)}),
+    "geglu_with_biases": _program(geglu_with_biases, {"X": (M, K), "Wg": (K, N), "Wu": (K, N),
+                                                      "Bg": (N,), "Bu": (N,)}),
+    "rmsnorm_eps_weight_proj": _program(rmsnorm_eps_weight_proj, {"X": (M, K), "G": (K,),
+                                                                  "W": (K, N)}),
+    "rmsnorm_by_hand": _program(rmsnorm_by_hand, XW),
+    "residual_rmsnorm_proj": _program(residual_rmsnorm_proj, {"X": (M, K), "R": (M, K),
+                                                              "W": (K, N)}),
+    "layernorm_proj": _program(layernorm_proj, {"X": (M, K), "G": (K,), "Bn": (K,),
+                                                "W": (K, N)}),
+    "layernorm_no_affine": _program(layernorm_no_affine, X),
+    "safe_softmax": _program(safe_softmax, X),
+    "log_softmax": _program(log_softmax, X),
+    "softmax_of_logits": _program(softmax_of_logits, XW),
+    "l2_normalise": _program(l2_normalise, X),
+    "l2_normalise_norm": _program(l2_normalise_norm, X),
+    "row_mean_centre": _program(row_mean_centre, X),
+    "logsumexp_rows": _program(logsumexp_rows, X),
+    "row_max": _program(row_max, X),
+    "mse": _program(mse, {"P": (M, N), "T": (M, N)}),
+    "mse_loss": _program(mse_loss, {"P": (M, N), "T": (M, N)}),
+    "hinge": _program(hinge, {"P": (M, N), "T": (M, N)}),
+    "smooth_l1_like": _program(smooth_l1_like, {"P": (M, N), "T": (M, N)}),
+    "cross_entropy_over_logits": _program(cross_entropy_over_logits, {"X": (M, N), "Y": (M, N)}),
+    "attention_scaled": _program(attention_scaled, {"Q": (16, 32), "Kt": (32, 16),
+                                                    "V": (16, 32)}),
+    "attention_transposed_keys": _program(attention_transposed_keys, {"Q": (16, 32),
+                                                                      "Kk": (16, 32),
+                                                                      "V": (16, 32)}),
+    "batched_linear_gelu": _program(batched_linear_gelu, {"X": (2, 4, K), "W": (K, N)},
+                                    "epilogue"),
+}
+
+
+class GatedMLP(nn.Module):
+    """An RMSNorm, then down(silu(gate(h)) · up(h)) and a residual: a Llama MLP block."""
+
+    def __init__(self, d: int = 16, h: int = 32) -> None:
+        super().__init__()
+        self.norm = nn.RMSNorm(d, eps=1e-6)
+        self.gate = nn.Linear(d, h, bias=False)
+        self.up = nn.Linear(d, h, bias=False)
+        self.down = nn.Linear(h, d, bias=False)
+
+    def forward(self, x):
+        h = self.norm(x)
+        return self.down(F.silu(self.gate(h)) * self.up(h)) + x
+
+
+class LinearGelu(nn.Module):
+    """nn.Linear with a bias, then nn.GELU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(K, N)
+        self.act = nn.GELU()
+
+    def forward(self, x):
+        return self.act(self.fc(x))
+
+
+MODULES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
+    "module_linear_gelu": (LinearGelu, (M, K)),
+    "module_gated_mlp": (GatedMLP, (M, 16)),
+    "module_sequential": (lambda: nn.Sequential(nn.Linear(K, N), nn.SiLU()), (M, K)),
+    "module_layernorm": (lambda: nn.LayerNorm(K), (M, K)),
+}
