@@ -39,11 +39,17 @@ def check_graph(label: str, graph: KernelGraph, workload: Workload | None, seed:
     started = time.perf_counter()
     outputs = graph.to_user(interpret(graph, *graph.to_ir(arrays)))   # the user's layout
     seconds = time.perf_counter() - started
-    err = max_rel_err(outputs, workload.reference(*arrays)) if workload is not None else None
+    want = workload.reference(*arrays) if workload is not None else None
+    # A NaN is reported as such, never folded into an error figure: where it is, and whether
+    # torch's reference has it too.
+    nan = [{"output": i, "elements": int(np.isnan(o).sum()),
+            "in_torch": bool(want is not None and np.isnan(want[i]).any())}
+           for i, o in enumerate(outputs) if np.isnan(o).any()]
+    err = None if want is None or nan else max_rel_err(outputs, want)
     return {"label": label, "num_kernels": graph.num_kernels,
             "num_custom_kernels": len(graph.custom_ops),
             "output_shapes": [list(o.shape) for o in outputs],
-            "max_rel_err": err, "seconds": seconds}
+            "max_rel_err": err, "nan_outputs": nan, "seconds": seconds}
 
 
 def run_check(name: str | None, out: Path, seed: int = 0, echo: bool = True,

@@ -116,13 +116,19 @@ def _cmd_interpret(args: argparse.Namespace) -> Any:
             graph = known_best(t.workload.name, t.workload.shapes)
         refuse_too_large(graph, t.label)
         rows.append(check_graph(t.label, graph, t.workload, seed=args.seed))
+    bad = any(r["nan_outputs"] for r in rows)
     if args.json:
-        return {"results": rows}
+        return Exit({"results": rows}, 1) if bad else {"results": rows}
     for r in rows:
         err = "n/a (no reference)" if r["max_rel_err"] is None else f"{r['max_rel_err']:.2e}"
+        if r["nan_outputs"]:
+            also = " (torch's has NaN too)"
+            err = "not computed: " + "; ".join(
+                f"output {n['output']} holds {n['elements']} NaN(s){also if n['in_torch'] else ''}"
+                for n in r["nan_outputs"])
         print(f"{r['label']}: {r['num_kernels']} kernel(s), outputs {r['output_shapes']}, "
               f"max rel err vs torch float64 {err}, {r['seconds']:.3f} s")
-    return None
+    return Exit(None, 1) if bad else None
 
 
 def _cmd_check(args: argparse.Namespace) -> Any:

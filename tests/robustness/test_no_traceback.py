@@ -5,6 +5,8 @@ line naming the problem and the fix, exit 2 (141 for the pipe), JSON with `--jso
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 
 import pytest
@@ -174,3 +176,18 @@ def test_an_api_count_of_zero_is_refused():
     from prism.pipeline import superoptimize
     with pytest.raises(PrismError, match="max_trials is 0; give at least 1"):
         superoptimize("rmsnorm_matmul", max_trials=0, db=None)
+
+
+def test_interpret_reports_a_nan_output_and_exits_1(tmp_path, cli):
+    # ln of standard-normal inputs: NaN where an input is negative, in torch's reference too
+    program = tmp_path / "logs.py"
+    program.write_text("import torch\nimport prism\n\n\n@prism.workload(X=(4, 8))\n"
+                       "def logs(X):\n    return torch.log(X)\n")
+    run = cli("interpret", f"{program}:logs")
+    assert run.code == 1, run
+    assert "nan" not in run.out.replace("NaN", ""), run.out
+    assert re.search(r"output 0 holds \d+ NaN\(s\) \(torch's has NaN too\)", run.out), run.out
+    run = cli("interpret", f"{program}:logs", "--json")
+    assert run.code == 1
+    (row,) = json.loads(run.out)["results"]
+    assert row["max_rel_err"] is None and row["nan_outputs"][0]["in_torch"]
