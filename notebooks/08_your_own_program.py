@@ -231,6 +231,33 @@ for what, attempt in attempts.items():
         print(f"{what}:\n  {type(e).__name__}: {e}")
 
 # %% [markdown]
+# ## 7. What you can write
+#
+# Prism's vocabulary is its op table (`prism.ir.ops.OPS`): every op below can be fused into a
+# custom kernel or run as a pre-defined kernel op, and each has axioms proved by z3, a Triton
+# lowering and a torch one. The frontend accepts the spellings model code uses for them:
+# `@`, `matmul`, `F.linear`, `addmm`; `+ - * /` with tensors or Python scalars on either side,
+# `torch.add(alpha=)`, `rsub`; `torch.sigmoid`, `tanh`, `abs`, `log`, `exp`, `sqrt`, `rsqrt`,
+# `F.silu`, `relu`, `gelu` (exact and `approximate="tanh"`), `leaky_relu`, `softplus`,
+# `clamp` / `hardtanh` / `relu6`, `maximum`, `minimum`; `sum`, `mean`, `amax`, `amin`,
+# `max(dim)`, `logsumexp` over a dim, a tuple of dims or all, `keepdim` either way;
+# `F.rms_norm` / `F.layer_norm` with weight, bias and eps, `torch.norm`; `softmax` (with the row
+# max subtracted) and `log_softmax`; `.T`, `.transpose`, `.permute` of an input, and `reshape` /
+# `unsqueeze` / `view` that add or drop dims of 1. `prism.workload.from_module(module, x)` traces
+# an `nn.Module`. Anything else is an `UnsupportedOpError` naming the op, your line and the
+# nearest spelling.
+
+# %%
+from prism.ir.ops import BLOCK, OPS
+
+print(f"{'op':<11} {'where':<16} {'attributes':<14} computes")
+for name, od in OPS.items():
+    if od.compute:
+        where = "kernel or block" if BLOCK in od.levels else "kernel"
+        attrs = ",".join((*od.attrs, *od.optional)) or "-"
+        print(f"{name:<11} {where:<16} {attrs:<14} {od.doc}")
+
+# %% [markdown]
 # ## What to remember
 #
 # - `@prism.workload(X=..., ...)` turns a torch function into a program Prism can optimize. It

@@ -93,3 +93,11 @@ def test_08_bad_programs_are_named_errors_not_tracebacks(run):
     assert re.search(r"^a parameter without a shape:\n  ShapeError: .*parameter H has no shape",
                      text, re.M)
     assert "Traceback" not in text
+
+
+def test_08_the_table_of_what_you_can_write_is_the_op_table(run):
+    from prism.ir.ops import OPS
+    done = run(STEM)
+    rows = dict(re.findall(r"^(\w+)\s+kernel or block\s+\S+\s+(.+)$", done.text, re.M))
+    assert set(rows) == {n for n, od in OPS.items() if od.compute}
+    assert all(rows[n] == OPS[n].doc for n in rows)
