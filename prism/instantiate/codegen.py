@@ -48,6 +48,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from prism.errors import PrismError
 from prism.instantiate.lowering import POW_HELPER, RMS_NORM_HELPER
@@ -399,12 +400,12 @@ def _label(name: str) -> str:
     return re.sub(r"[^\w.\-\[\]=,]", "_", name, flags=re.ASCII)[:80] or "kernel"
 
 
-def _attrs(op: Op) -> dict[str, object]:
+def _attrs(op: Op) -> dict[str, Any]:
     """The op's attributes as its lowerings read them: its own (defaults filled in), ints for
     dims, floats for constants (the maps and sizes of io ops are not attributes here)."""
     od = OPS[op.kind]
     known = (*od.attrs, *od.optional)
-    out: dict[str, object] = {}
+    out: dict[str, Any] = {}
     for k, v in with_defaults(op.kind, op.attr).items():
         if k not in known:
             continue
@@ -659,14 +660,14 @@ class _Kernel:
         elif kind == "rms_norm":
             z = self._zeroed(xs[0])
             ms = f"tl.sum({z} * {z}, axis={rank - 1}, keep_dims=True) / {xs[0].shape[-1]}.0"
-            eps = float(attrs["eps"])       # type: ignore[arg-type]
+            eps = float(attrs["eps"])
             expr = f"{xs[0].f32} / tl.sqrt({ms}{f' + {eps!r}' if eps else ''})"
             val.clean = False        # a padded row is 0/0
         elif kind == "layer_norm":
             n, z = xs[0].shape[-1], self._zeroed(xs[0])
             mu = self.names.fresh(f"{val.var}_mean")
             c = self.names.fresh(f"{val.var}_centred")
-            eps = float(attrs["eps"])       # type: ignore[arg-type]
+            eps = float(attrs["eps"])
             lines = [comment,
                      f"{mu} = tl.sum({z}, axis={rank - 1}, keep_dims=True) / {n}.0",
                      f"{c} = {self._filled(xs[0], f'{xs[0].f32} - {mu}', '0.0')}",
@@ -738,7 +739,7 @@ class _Kernel:
         if kind == "red_ld_mean":
             finish = [f"{val.var} = {val.var} / {width}.0  # mean over {width} elements a row"]
         elif kind == "red_ld_rms":
-            eps = float(_attrs(bop).get("eps") or 0.0)      # type: ignore[arg-type]
+            eps = float(_attrs(bop).get("eps") or 0.0)
             finish = [f"{val.var} = tl.sqrt({val.var} / {width}.0{f' + {eps!r}' if eps else ''})"
                       f"  # rms over {width} elements a row"]
         self.vals[name] = val
