@@ -477,13 +477,12 @@ class _Encoder:
 
     def scalar(self, text: str) -> Any:
         """A scalar atom in z3: a number as a rational constant, a generic instance's symbolic
-        scalar (`c_…`) as a real constant (an rms_norm's epsilon: a positive one), `none` as
+        scalar (`c_…`) as an unconstrained real constant (one proof for every value), `none` as
         None (an absent clamp bound)."""
         if text == "none":
             return None
         if text.startswith(SYMBOLIC_PREFIX):
-            c = self.z3.Real(text)
-            return c
+            return self.z3.Real(text)
         return self.z3.RealVal(repr(float(text)))
 
     def _row_function(self, head: str, k: Any, n: Any, body: Any) -> Any:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from prism.errors import ShapeError
-from prism.ir.dims import Dim, DimLike, bit, const, dim, mul
+from prism.ir.dims import Dim, DimLike, bit, const, dim, mul, substitute
 from prism.ir.ops import OPS
 
 Shape = tuple[Dim, ...]
@@ -206,7 +206,6 @@ class BlockGraph(_Graph):
     def loop_walks(self, tile: str, env: Mapping[str, int] | None = None) -> bool | None:
         """Whether the for-loop walks input tile `tile` (its fmap splits a data dim, and the loop
         range is not 1): True, False, or None while a map bit or the range is symbolic."""
-        from prism.ir.dims import substitute
         (op,) = [op for op in self.input_ops if op.outputs[0] == tile]
         loop = substitute(self.forloop_range, env) if env else self.forloop_range
         if loop.is_const and loop.value == 1:
