@@ -157,6 +157,9 @@ def _assumptions(notes: set[str]) -> str:
 
 def _z3() -> Any:
     import z3  # the heavy import, here only
+    # z3's solver catches SIGINT while it checks and only cancels that check, so a Ctrl-C landing
+    # there never reached our handler and the run went on (`prism search` ignored it, at random)
+    z3.set_param("ctrl_c", False)
     return z3
 
 

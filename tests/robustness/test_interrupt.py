@@ -6,14 +6,17 @@ it exits 130. A second SIGINT stops at once, still keeping the earlier results i
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from prism.search.checkpoint import load_checkpoint
 from prism.trace import CandidateVerified, SearchFinished, read_jsonl
 
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = ("--shape", "X=8x64", "--shape", "W=64x64", "--budget", "300")
 # a vocabulary wide enough that the search is still going, minutes on, when it is interrupted
 WIDE = ("--block-ops", "matmul,div,mul,rms_norm,exp,silu,sqrt,square")
@@ -105,3 +108,30 @@ def test_a_second_sigint_stops_at_once_and_still_keeps_the_earlier_results(
     (kept,) = siblings(out)
     assert kept.startswith("out.interrupted-")
     assert (tmp_path / kept / "trace.jsonl").exists()
+
+
+def test_a_sigint_during_a_z3_check_reaches_the_handler(tmp_path):
+    """z3 catches SIGINT while it checks, unless told not to (`prism.smt` does): a Ctrl-C that
+    landed during a hardware or equivalence query was swallowed, and the search went on."""
+    script = tmp_path / "z.py"
+    script.write_text(
+        "import signal, sys\n"
+        "from prism import smt\n"
+        "got = []\n"
+        "signal.signal(signal.SIGINT, lambda *a: got.append(1))\n"
+        "z3 = smt._z3()\n"
+        "x, y, z = z3.Ints('x y z')\n"
+        "s = z3.Solver()\n"
+        "s.set('timeout', 4000)\n"
+        "s.add(x * x * x + y * y * y == z * z * z, x > 2, y > 2, z > 2)\n"
+        "print('ready', flush=True)\n"
+        "s.check()\n"
+        "print('handled' if got else 'swallowed', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, text=True,
+                            stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    time.sleep(1.0)                     # inside the check (a 4 s timeout)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert out == "handled\n"
