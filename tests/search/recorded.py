@@ -1,0 +1,74 @@
+"""Searches recorded as they came out, to hold a faster search to the same results (issue 17).
+
+`record(case)` runs one case's search and returns what must not change whatever the search's
+speed or executor: the family counts (generated, kept, pruned per rule), the stop reason, and
+each candidate (its id, family, verdict, method and a digest of its graph), with the best one
+and its modeled latency. `python tests/search/recorded.py` rewrites `recorded_searches.json`
+from the code as it is; the test (`test_recorded.py`) compares a fresh run with that file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from prism.ir.serialize import graph_to_json
+from prism.pipeline import search_config_for
+from prism.search.config import SearchConfig
+from prism.search.driver import search
+from prism.workloads import get_workload
+
+HERE = Path(__file__).resolve().parent
+RECORDED = HERE / "recorded_searches.json"
+
+# (case, workload, how its config is made, caps): bounded by counts, never by time, so a
+# recorded result is the same on any machine
+CASES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "rmsnorm_matmul-prism-60k": ("rmsnorm_matmul", "prism", {"max_families": 60000}),
+    "swiglu-program-5ops": ("swiglu", "program", {"max_block_ops": 5}),
+    "attention-program-5ops": ("attention", "program", {"max_block_ops": 5}),
+}
+
+
+def config_for(case: str) -> tuple[Any, SearchConfig]:
+    workload, kind, caps = CASES[case]
+    graph = get_workload(workload).graph
+    base = SearchConfig(budget_s=3600) if kind == "prism" else search_config_for(graph, 3600)
+    return graph, replace(base, **caps)
+
+
+def digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def record(case: str) -> dict[str, Any]:
+    graph, config = config_for(case)
+    result = search(graph, config)
+    summary = result.summary()
+    summary.pop("seconds")
+    best = result.best
+    return {"summary": summary,
+            "candidates": [[c.id, c.family, c.verdict.verdict, c.verdict.method,
+                            digest(graph_to_json(c.graph))] for c in result.candidates],
+            "best_modeled_us": None if best is None or best.modeled_us is None
+            else round(best.modeled_us, 6)}
+
+
+def main(names: list[str]) -> None:
+    doc = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
+    for case in names or list(CASES):
+        start = time.perf_counter()
+        doc[case] = record(case)
+        print(f"{case}: {doc[case]['summary']['families']['generated']} families, "
+              f"{len(doc[case]['candidates'])} candidates, "
+              f"{time.perf_counter() - start:.1f} s", flush=True)
+    RECORDED.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
