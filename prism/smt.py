@@ -764,12 +764,16 @@ def hardware_feasibility(constraints: Sequence[NamedConstraint],
     names = [c.name for c in constraints]
     if len(set(names)) != len(names):
         raise ValueError("constraint names must be unique: the unsat core is reported by name")
-    enc = _DimEncoder(z3, bounds)
-    solver = z3.Solver()
+    # A context of its own: z3's heuristics follow the order its terms were made in, so in a
+    # shared context one query's time and (under the resource limit) verdict depended on the
+    # queries before it (measured: the same family 1 s after one search, 56 s after another)
+    context = z3.Context()
+    enc = _DimEncoder(z3, bounds, context)
+    solver = z3.Solver(ctx=context)
     solver.set("rlimit", rlimit)
     tracks = []
     for c in constraints:
-        track = z3.Bool(c.name)
+        track = z3.Bool(c.name, context)
         solver.add(z3.Implies(track, z3.Or(*[enc.relation(r) for r in c.any_of])))
         tracks.append(track)
     solver.add(*enc.domains)
@@ -786,8 +790,8 @@ def hardware_feasibility(constraints: Sequence[NamedConstraint],
 class _DimEncoder:
     """Dims → z3 integer terms, declaring each variable once with its domain."""
 
-    def __init__(self, z3: Any, bounds: Mapping[str, tuple[int, int]]):
-        self.z3, self.bounds = z3, bounds
+    def __init__(self, z3: Any, bounds: Mapping[str, tuple[int, int]], context: Any = None):
+        self.z3, self.bounds, self.context = z3, bounds, context
         self.vars: dict[str, Any] = {}
         self.quotients: dict[str, Any] = {}
         self.domains: list[Any] = []
@@ -800,9 +804,9 @@ class _DimEncoder:
         return lhs <= rhs if r.op == "<=" else lhs == rhs
 
     def term(self, d: Dim) -> Any:
-        total: Any = self.z3.IntVal(0)
+        total: Any = self.z3.IntVal(0, self.context)
         for mono, coef in d.terms:
-            factors: list[Any] = [self.z3.IntVal(coef)]
+            factors: list[Any] = [self.z3.IntVal(coef, self.context)]
             for atom, power in mono:
                 factors += [self._atom(atom)] * power
             total = total + (self.z3.Product(*factors) if len(factors) > 1 else factors[0])
@@ -812,7 +816,7 @@ class _DimEncoder:
         if atom.num is not None and atom.den is not None:
             return self._quotient(atom)
         if atom.name not in self.vars:
-            v = self.vars[atom.name] = self.z3.Int(atom.name)
+            v = self.vars[atom.name] = self.z3.Int(atom.name, self.context)
             if atom.is_bit:
                 lo, hi = 0, 1
             elif atom.name in self.bounds:
@@ -826,5 +830,6 @@ class _DimEncoder:
         if atom.key not in self.quotients:
             assert atom.num is not None and atom.den is not None
             self.term(atom.num), self.term(atom.den)   # declare the variables inside
-            self.quotients[atom.key] = self.z3.Int(f"q{len(self.quotients)}[{atom.key}]")
+            self.quotients[atom.key] = self.z3.Int(f"q{len(self.quotients)}[{atom.key}]",
+                                                   self.context)
         return self.quotients[atom.key]

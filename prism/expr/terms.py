@@ -14,6 +14,7 @@ weakly, so terms nobody references are freed.
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Iterable, Iterator
@@ -105,12 +106,19 @@ class Term:
             stack.extend(((*path, i), a) for i, a in reversed(list(enumerate(term.args))))
 
     def __str__(self) -> str:
-        if not self.args:
-            return self.head
-        return f"({self.head} {' '.join(str(a) for a in self.args)})"
+        return _text(self)
 
     def __repr__(self) -> str:
         return f"parse({str(self)!r})"
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _text(term: Term) -> str:
+    """A term's text, remembered: terms are interned, and the search prints the same ones in
+    many prune reasons."""
+    if not term.args:
+        return term.head
+    return f"({term.head} {' '.join(_text(a) for a in term.args)})"
 
 
 def _check_parts(head: str, args: tuple[Term, ...]) -> None:

@@ -92,20 +92,29 @@ class Dim:
     """A polynomial over atoms in normal form. Build with `dim()`, `var()`, `bit()` and
     operators; `Dim(terms)` normalises any terms it is given."""
 
-    __slots__ = ("_hash", "key", "terms")
+    # `_const` (the int of a constant, else None), `_free` and `_str` are computed once: a
+    # Dim never changes, and the search asks each of them many times
+    __slots__ = ("_const", "_free", "_hash", "_str", "key", "terms")
 
     def __init__(self, terms: Mapping[Monomial, int] | Iterable[Term]):
         pairs = terms.items() if isinstance(terms, Mapping) else terms
         self.terms: tuple[Term, ...] = tuple(sorted(_normalise(pairs).items(),
                                                     key=lambda mc: _mono_key(mc[0])))
         self.key = " + ".join(f"{c}*{_mono_key(m)}" for m, c in self.terms) or "0"
+        self._const: int | None = (self.terms[0][1] if self.terms else 0) \
+            if all(not m for m, _ in self.terms) else None
+        self._free: frozenset[str] | None = None
+        self._str: str | None = None
         # A constant hashes like its int, because it compares equal to it.
-        self._hash = hash(self.value if self.is_const else self.key)
+        self._hash = hash(self._const if self._const is not None else self.key)
 
     # -- structure ---------------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
         if isinstance(other, int):
-            other = const(other)
+            return self._const is not None and self._const == other and \
+                not isinstance(other, bool)
         return isinstance(other, Dim) and self.key == other.key
 
     def __hash__(self) -> int:
@@ -113,24 +122,26 @@ class Dim:
 
     @property
     def is_const(self) -> bool:
-        return all(not m for m, _ in self.terms)
+        return self._const is not None
 
     @property
     def value(self) -> int:
         """The integer of a constant expression."""
-        if not self.is_const:
+        if self._const is None:
             raise DimExprError(f"dimension {self} is symbolic; evaluate it under an assignment")
-        return self.terms[0][1] if self.terms else 0
+        return self._const
 
     def free_vars(self) -> frozenset[str]:
-        names: set[str] = set()
-        for mono, _ in self.terms:
-            for atom, _ in mono:
-                if atom.num is not None and atom.den is not None:
-                    names |= atom.num.free_vars() | atom.den.free_vars()
-                else:
-                    names.add(atom.name)
-        return frozenset(names)
+        if self._free is None:
+            names: set[str] = set()
+            for mono, _ in self.terms:
+                for atom, _ in mono:
+                    if atom.num is not None and atom.den is not None:
+                        names |= atom.num.free_vars() | atom.den.free_vars()
+                    else:
+                        names.add(atom.name)
+            self._free = frozenset(names)
+        return self._free
 
     # -- arithmetic ----------------------------------------------------------------------------
     def __add__(self, other: DimLike) -> Dim:
@@ -157,6 +168,11 @@ class Dim:
 
     # -- printing ------------------------------------------------------------------------------
     def __str__(self) -> str:
+        if self._str is None:
+            self._str = self._text()
+        return self._str
+
+    def _text(self) -> str:
         if not self.terms:
             return "0"
         parts = []
@@ -291,6 +307,8 @@ def _content(d: Dim) -> tuple[int, Monomial, Dim]:
 def const(n: int) -> Dim:
     if isinstance(n, bool) or not isinstance(n, int):
         raise DimExprError(f"a dimension constant must be an int, got {n!r}")
+    if -_SMALL <= n <= _SMALL:
+        return _SMALL_CONSTS[n + _SMALL]
     return Dim([((), n)])
 
 
@@ -531,3 +549,8 @@ def from_json(j: Any, _depth: int = 0) -> Dim:
 
 def shape_str(shape: Iterable[Dim | int]) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+# the constants the shapes use most, built once (`const` hands them out; a Dim never changes)
+_SMALL = 1024
+_SMALL_CONSTS = [Dim([((), n)]) for n in range(-_SMALL, _SMALL + 1)]

@@ -23,6 +23,7 @@ Conventions:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -127,6 +128,7 @@ class OpDef:
 
 # -- shape rules ---------------------------------------------------------------------------------
 
+@functools.cache
 def dims_match(x: Dim, y: Dim) -> bool:
     """Whether two dims may be equal. Structurally equal dims are. With symbolic maps, tile dims
     carry 0/1 map bits and Prism's *symbolic dimension matching* applies: they can be equal iff
@@ -143,6 +145,7 @@ def dims_match(x: Dim, y: Dim) -> bool:
         return False
 
 
+@functools.cache
 def data_dim(d: Dim) -> Dim:
     """The data dim behind a tile dim: `d` with every map bit 0 (no split) and every other
     variable 1 — the *trivial instantiation* of symbolic dimension matching, of the search's
@@ -154,10 +157,11 @@ def data_dim(d: Dim) -> Dim:
     return dim(evaluate(d, {n: 0 if n in bits else 1 for n in names}))
 
 
-def bit_names(d: Dim) -> set[str]:
-    return {a.name for m, _ in d.terms for a, _ in m if a.is_bit} | {
+@functools.cache
+def bit_names(d: Dim) -> frozenset[str]:
+    return frozenset({a.name for m, _ in d.terms for a, _ in m if a.is_bit} | {
         n for m, _ in d.terms for a, _ in m if a.num is not None and a.den is not None
-        for n in bit_names(a.num) | bit_names(a.den)}
+        for n in bit_names(a.num) | bit_names(a.den)})
 
 
 def _has_bits(d: Dim) -> bool:

@@ -30,7 +30,14 @@ from prism.errors import PrismError, ShapeError
 from prism.ir.dims import dim
 from prism.ir.ops import OPS
 from prism.search.config import SearchConfig
-from prism.search.pruning import RULES, Context, Family, Pruned
+from prism.search.pruning import (
+    RULES,
+    Context,
+    Family,
+    Pruned,
+    abstract_miss,
+    cannot_close_counts,
+)
 from prism.search.state import BlockState, KernelState, Tensor
 
 
@@ -59,6 +66,9 @@ class Generator:
         self.kvocab = {k: i for i, k in enumerate(("customized", *config.kernel_ops))}
         self.marked: dict[str, str] = {}       # audit: family → the observed prune above it
         self.rules = (*RULES.items(), *config.rules)   # built-ins first, then the user's
+        # block ops decided before they are built (`_prejudge`): not in an audit, whose marks
+        # follow every family, nor when each family's graph is recorded
+        self.quick = observe is None and not config.record_graphs
 
     # -- driving ---------------------------------------------------------------------------
 
@@ -184,6 +194,8 @@ class Generator:
             kind, operands, key, attrs = ext
             accumulator = OPS[kind].category == "accum"
             try:
+                if self._prejudge(kernel, block, kind, operands, accumulator, attrs, parent):
+                    continue
                 child = block.extend(kind, operands, key, accumulator, attrs)
             except ShapeError:
                 continue
@@ -194,6 +206,38 @@ class Generator:
                          new, operands)
             if self.visit(fam):
                 self.block_level(kernel, child, kernel_key, fam.id)
+
+    def _prejudge(self, kernel: KernelState, block: BlockState, kind: str,
+                  operands: tuple[int, ...], accumulator: bool, attrs: dict[str, object],
+                  parent: str) -> bool:
+        """Decide a block op's family before building it, when the first rule that would
+        prune it is `cannot_close` or `abstract_expression` (the two rules that read only the
+        op count, the waiting tensors and the new tensor's abstract expression): emit it
+        generated and pruned exactly as `visit` would, and say True. Most families end so,
+        and building their states was most of the search's time. ShapeError when the op does
+        not fit (no family, as `extend`). Off in an audit and when graphs are recorded."""
+        shape, term = block.probe(kind, operands, accumulator, attrs)
+        if not self.quick:
+            return False
+        pruned = None
+        if "cannot_close" not in self.cfg.disabled:
+            pruned = cannot_close_counts(self.ctx, block.compute_ops + 1,
+                                         block.pending_after(operands))
+        name = block.name_of(kind)
+        if pruned is None and "abstract_expression" not in self.cfg.disabled:
+            pruned = abstract_miss(self.ctx, name, term)
+        if pruned is None:
+            return False
+        if self.cb.should_stop():
+            raise Stop
+        args = ", ".join(block.tensors[i].name for i in operands)
+        fam = Family(self._new_id(), parent, "block", kind,
+                     f"block op {name} = {kind}({args}{_shown(attrs)})", kernel, None,
+                     Tensor(name, shape, term, accumulator or any(
+                         block.tensors[i].post for i in operands)), operands)
+        self.cb.generated(fam)
+        self.cb.pruned(fam, pruned)
+        return True
 
     def _block_extensions(self, block: BlockState) -> Iterator[tuple[object, ...]]:
         n = len(block.tensors)

@@ -28,9 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from prism.cost.devices import DeviceSpec, default_device, get_device
-from prism.ir.dims import Dim, add, dim, mul, quotients
+from prism.errors import DimExprError
+from prism.ir.dims import Dim, add, dim, evaluate, mul, quotients
 from prism.ir.graph import BlockGraph, KernelGraph, Map
-from prism.ir.ops import OPS, data_dim
+from prism.ir.ops import OPS, bit_names, data_dim
 from prism.smt import NamedConstraint, Relation, hardware_feasibility
 
 # Categories whose tiles cost no smem. mul_scalar ("scalar") is unary in Mirage's is_unary; "io"
@@ -54,14 +55,29 @@ class HardwareVerdict:
 
 
 def check_hardware(graph: KernelGraph, device: DeviceSpec | str | None = None, *,
-                   rlimit: int = Z3_RLIMIT) -> HardwareVerdict:
+                   rlimit: int = Z3_RLIMIT,
+                   witnesses: list[dict[str, int]] | None = None) -> HardwareVerdict:
     """Whether some assignment fits `device` (the default device when None). z3 is bounded by
     its resource count (`rlimit`), never by wall-clock time: the same family gets the same
-    verdict on an idle and on a loaded machine."""
+    verdict on an idle and on a loaded machine.
+
+    `witnesses` (the search's): assignments that fitted earlier families, latest last. One
+    that satisfies every constraint of this family too (checked in exact integer arithmetic)
+    shows it feasible without z3 — a family in a depth-first search is mostly its parent with
+    an op more; z3's own fitting assignments are added to the list."""
     constraints = hardware_constraints(graph, device)
-    answer = hardware_feasibility(constraints, variable_bounds(graph), rlimit=rlimit)
+    bounds = variable_bounds(graph)
+    for env in reversed(witnesses or []):
+        fitted = _fits(constraints, bounds, env)
+        if fitted is not None:
+            shown = ", ".join(f"{k}={v}" for k, v in fitted.items()) or "nothing to choose"
+            return HardwareVerdict(True, fitted, (), f"fits: {shown}")
+    answer = hardware_feasibility(constraints, bounds, rlimit=rlimit)
     if answer.status == "sat":
         assert answer.model is not None
+        if witnesses is not None:
+            witnesses.append(answer.model)
+            del witnesses[:-WITNESSES]
         shown = ", ".join(f"{k}={v}" for k, v in answer.model.items()) or "nothing to choose"
         return HardwareVerdict(True, answer.model, (), f"fits: {shown}")
     if answer.status == "unsat":
@@ -70,6 +86,46 @@ def check_hardware(graph: KernelGraph, device: DeviceSpec | str | None = None, *
         return HardwareVerdict(False, None, core, f"no assignment fits: {clash}")
     return HardwareVerdict(None, None, (), f"undecided (z3: {answer.reason}, resource limit "
                                            f"{rlimit}); not pruned")
+
+
+WITNESSES = 16      # fitting assignments the search keeps to try before z3
+
+
+def _fits(constraints: list[NamedConstraint], bounds: Mapping[str, tuple[int, int]],
+          env: Mapping[str, int]) -> dict[str, int] | None:
+    """`env` on the constraints' variables (a bit it does not set 0, a size 1: so a family with
+    a grid dim more than the witness's is witnessed by it unsplit there), if that is within
+    the bounds and satisfies every constraint exactly; else None."""
+    names: set[str] = set()
+    bits: set[str] = set()
+    for c in constraints:
+        for r in c.any_of:
+            names |= r.lhs.free_vars() | r.rhs.free_vars()
+            bits |= bit_names(r.lhs) | bit_names(r.rhs)
+    fitted: dict[str, int] = {}
+    for n in sorted(names | set(bounds)):
+        if n in bits:           # a map bit: 0 unless the witness sets it
+            fitted[n] = env.get(n, 0)
+            if fitted[n] not in (0, 1):
+                return None
+        else:                   # a size: 1 unless the witness sets it (a grid dim more)
+            fitted[n] = env.get(n, 1)
+            if n not in bounds or not bounds[n][0] <= fitted[n] <= bounds[n][1]:
+                return None
+    try:
+        if all(any(_holds(r, fitted) for r in c.any_of) for c in constraints):
+            return fitted
+    except DimExprError:        # a quotient that does not divide: not a fitting assignment
+        pass
+    return None
+
+
+def _holds(r: Relation, env: Mapping[str, int]) -> bool:
+    if r.op == "exact":
+        den = evaluate(r.rhs, env)
+        return den != 0 and evaluate(r.lhs, env) % den == 0
+    lhs, rhs = evaluate(r.lhs, env), evaluate(r.rhs, env)
+    return lhs <= rhs if r.op == "<=" else lhs == rhs
 
 
 def variable_bounds(graph: KernelGraph) -> dict[str, tuple[int, int]]:

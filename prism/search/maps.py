@@ -184,7 +184,7 @@ def _block_bits(bg: BlockGraph) -> set[str]:
 
 
 def _free_bits(e: Equality) -> set[str]:
-    return bit_names(e.a) | bit_names(e.b)
+    return set(bit_names(e.a) | bit_names(e.b))
 
 
 def _canonical(imaps: list[tuple[int, ...]], k: int) -> bool:

@@ -80,6 +80,8 @@ class Context:
     incumbent_id: str | None = None
     shape_outputs: bool = False      # complete by shape, not by abstract expression
     observed: str | None = None      # the rule an audit evaluates without enforcing it
+    # assignments that fitted the device in earlier families (`check_hardware`'s witnesses)
+    witnesses: list[dict[str, int]] = field(default_factory=list)
 
     def output_index(self, tensor: Tensor) -> int | None:
         """Which target output a kernel tensor may be. With the abstract-expression rule on,
@@ -106,8 +108,12 @@ def cannot_close(ctx: Context, fam: Family) -> Pruned | None:
     # waiting for a consumer by at most one; a block graph stores exactly one of them.
     if fam.level != "block" or fam.block is None:
         return None
-    remaining = ctx.config.max_block_ops - fam.block.compute_ops
-    pending = len(fam.block.open_tensors)
+    return cannot_close_counts(ctx, fam.block.compute_ops, len(fam.block.open_tensors))
+
+
+def cannot_close_counts(ctx: Context, compute_ops: int, pending: int) -> Pruned | None:
+    """`cannot_close` on a block graph of `compute_ops` ops with `pending` tensors waiting."""
+    remaining = ctx.config.max_block_ops - compute_ops
     if pending - 1 <= remaining:
         return None
     return Pruned("cannot_close", f"{pending} tensors wait for a consumer but only {remaining} "
@@ -181,12 +187,17 @@ def _limit_note(ctx: Context) -> str:
 def abstract_expression(ctx: Context, fam: Family) -> Pruned | None:
     if fam.new is None or fam.level == "open":
         return None
-    if ctx.target.lookup(fam.new.term) is not None:
+    return abstract_miss(ctx, fam.new.name, fam.new.term)
+
+
+def abstract_miss(ctx: Context, name: str, term: Term) -> Pruned | None:
+    """`abstract_expression` on a new tensor `name` whose abstract expression is `term`."""
+    if ctx.target.lookup(term) is not None:
         return None
     return Pruned("abstract_expression",
-                  f"{fam.new.name} = {fam.new.term} is not a subexpression of the target under "
+                  f"{name} = {term} is not a subexpression of the target under "
                   f"the axioms{_limit_note(ctx)}",
-                  {**ctx.target.evidence(fam.new.term), "claim": _egraph_claim(ctx)})
+                  {**ctx.target.evidence(term), "claim": _egraph_claim(ctx)})
 
 
 def leaves(term: Term) -> set[str]:
@@ -207,7 +218,7 @@ def hardware(ctx: Context, fam: Family) -> Pruned | None:
             return None
     elif fam.level != "close":
         return None
-    verdict = check_hardware(fam.graph, ctx.config.device)
+    verdict = check_hardware(fam.graph, ctx.config.device, witnesses=ctx.witnesses)
     if verdict.feasible is False:
         return Pruned("hardware", verdict.reason, {"unsat_core": list(verdict.core),
                                                     "device": _device_json(ctx),

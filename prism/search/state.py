@@ -92,27 +92,18 @@ class BlockState:
         cannot fit."""
         attrs = dict(attrs or {})
         shapes = [self.tensors[i].shape for i in operands]
-        shape = infer_shape(kind, shapes, attrs)
-        name = f"{kind}{len(self.tensors)}" + (f"_{self.kernel}" if self.kernel else "")
-        term = op_term(kind, [self.tensors[i].term for i in operands], len(shapes[0]), attrs)
+        shape, term = self.probe(kind, operands, accumulator, attrs)
+        name = self.name_of(kind)
         args = [self.tensors[i] for i in operands]
         post = accumulator or any(t.post for t in args)
         eqs = _equalities(kind, shapes, name)
-        looped, epilogue = self.looped, self.epilogue
-        if accumulator:
-            looped |= args[0].loads
-        elif post:
+        looped, epilogue = self._loop_reads(args, accumulator)
+        if post and not accumulator:
             # An epilogue reads a pre-loop tile after the loop: the loop must not walk the
             # inputs it comes from (their fmap bits 0: the same tile in every iteration).
             eqs += tuple(Equality(d, _unwalked(d), name) for t in args if not t.post
                          for i in sorted(t.loads) for d in self.tensors[i].shape
                          if _unwalked(d) != d)
-            epilogue |= frozenset().union(*(t.loads for t in args if not t.post))
-        if looped & epilogue:
-            # A tile both accumulated and read as it is after the loop: either the loop walks
-            # it (no program) or walks nothing (the program without a loop, reached without
-            # the epilogue reading it), so the family is not built.
-            raise ShapeError(f"{name}: a tile read after the loop is also accumulated")
         loads = frozenset().union(*(t.loads for t in args))
         return replace(
             self, ops=(*self.ops, Op.make(kind, (self.tensors[i].name for i in operands),
@@ -123,6 +114,40 @@ class BlockState:
             compute_ops=self.compute_ops + 1,
             accumulators=self.accumulators + (1 if accumulator else 0),
             consumed=self.consumed | frozenset(operands))
+
+    def probe(self, kind: str, operands: tuple[int, ...], accumulator: bool,
+              attrs: Mapping[str, Any]) -> tuple[Shape, Term]:
+        """The shape and abstract expression `extend` would give the new tensor, without
+        building the state: ShapeError exactly when `extend` raises it."""
+        shapes = [self.tensors[i].shape for i in operands]
+        shape = _infer_shape(kind, shapes, dict(attrs))
+        looped, epilogue = self._loop_reads([self.tensors[i] for i in operands], accumulator)
+        if looped & epilogue:
+            # A tile both accumulated and read as it is after the loop: either the loop walks
+            # it (no program) or walks nothing (the program without a loop, reached without
+            # the epilogue reading it), so the family is not built.
+            raise ShapeError(f"{self.name_of(kind)}: a tile read after the loop is also "
+                             "accumulated")
+        return shape, _op_term(kind, tuple(self.tensors[i].term for i in operands),
+                               len(shapes[0]), tuple(sorted(attrs.items())))
+
+    def _loop_reads(self, args: list[Tensor], accumulator: bool
+                    ) -> tuple[frozenset[int], frozenset[int]]:
+        """(looped, epilogue) once an op on `args` is added: the input tiles the accumulators
+        read, and those read after the loop as they are."""
+        if accumulator:
+            return self.looped | args[0].loads, self.epilogue
+        if any(t.post for t in args):
+            return self.looped, self.epilogue.union(*(t.loads for t in args if not t.post))
+        return self.looped, self.epilogue
+
+    def name_of(self, kind: str) -> str:
+        """The name the next tensor, made by `kind`, gets."""
+        return f"{kind}{len(self.tensors)}" + (f"_{self.kernel}" if self.kernel else "")
+
+    def pending_after(self, operands: tuple[int, ...]) -> int:
+        """How many tensors wait for a consumer once an op on `operands` is added."""
+        return len(self.tensors) + 1 - len(self.consumed | frozenset(operands))
 
     def replay(self, grid_dims: int, sources: list[Tensor]) -> BlockState:
         """The same block graph with `grid_dims` grid dims (fresh symbolic shapes)."""
@@ -153,6 +178,32 @@ class BlockState:
     def signature(self) -> tuple[object, ...]:
         return (self.sources, len(self.grid),
                 tuple((op.kind, op.inputs, op.attrs) for op in self.ops if op.kind != "input"))
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _op_term(kind: str, args: tuple[Term, ...], rank: int,
+             attrs: tuple[tuple[str, Any], ...]) -> Term:
+    """`op_term`, remembered (terms are interned values)."""
+    return op_term(kind, list(args), rank, dict(attrs))
+
+
+_SHAPES: dict[tuple[object, ...], Shape | ShapeError] = {}
+
+
+def _infer_shape(kind: str, shapes: list[Shape], attrs: dict[str, Any]) -> Shape:
+    """`infer_shape`, remembered: the search asks the same question at many nodes (the same
+    op on tiles of the same shapes), and a shape of Dims is a value."""
+    key = (kind, tuple(shapes), tuple(sorted(attrs.items())))
+    found = _SHAPES.get(key)
+    if found is None:
+        try:
+            found = infer_shape(kind, shapes, attrs)
+        except ShapeError as e:
+            found = e
+        _SHAPES[key] = found
+    if isinstance(found, ShapeError):
+        raise ShapeError(str(found))
+    return found
 
 
 def _equalities(kind: str, shapes: list[Shape], where: str) -> tuple[Equality, ...]:

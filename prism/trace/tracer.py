@@ -15,7 +15,7 @@ live file can be tailed. Never pickle.
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import json
 import threading
 import time
@@ -84,9 +84,10 @@ class Tracer:
         """
         with self._lock:
             if stamp:
-                event = dataclasses.replace(
-                    event, seq=self._next_seq, time=self._clock() - self._start
-                )
+                # a shallow copy, stamped: `replace` would validate the payload a second time
+                event = copy.copy(event)
+                object.__setattr__(event, "seq", self._next_seq)
+                object.__setattr__(event, "time", self._clock() - self._start)
             self._next_seq = max(self._next_seq, event.seq + 1)
             if self.keep:
                 self.events.append(event)

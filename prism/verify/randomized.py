@@ -222,8 +222,7 @@ def _run(method: _Method, target: KernelGraph, candidate: KernelGraph,
     tested: list[Assignment] = []
     undecided: RandomTestResult | None = None   # the first nan on both sides, if no difference
     for trial_seed, drawn_positive in draws:
-        arrays = method.draw(shapes, trial_seed, drawn_positive)
-        want = _quietly(target, arrays, {}, method.semantics)
+        arrays, want = _target_run(method, target, shapes, trial_seed, drawn_positive)
         for env in envs:
             key = _key(env)
             if key not in tested:
@@ -238,6 +237,28 @@ def _run(method: _Method, target: KernelGraph, candidate: KernelGraph,
     if undecided is not None:
         return replace(undecided, assignments=tuple(tested))
     return RandomTestResult(True, method.name, trials, tuple(tested))
+
+
+_TARGET_RUNS: dict[tuple[object, ...], tuple[KernelGraph, list[np.ndarray], list[np.ndarray]]] = {}
+
+
+def _target_run(method: _Method, target: KernelGraph, shapes: Shapes, seed: int,
+                positive: tuple[int, ...]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """One draw and the target's outputs on it, remembered for the target: a search tests
+    many candidates against one target on the same draws. The arrays are read-only, so no
+    interpretation can change what the next candidate is tested on."""
+    key = (id(target), method.name, tuple(map(tuple, shapes)), seed, positive)
+    hit = _TARGET_RUNS.get(key)
+    if hit is not None and hit[0] is target:
+        return hit[1], hit[2]
+    arrays = method.draw(shapes, seed, positive)
+    want = _quietly(target, arrays, {}, method.semantics)
+    for a in (*arrays, *want):
+        a.setflags(write=False)
+    if len(_TARGET_RUNS) >= 32:
+        _TARGET_RUNS.clear()
+    _TARGET_RUNS[key] = (target, arrays, want)
+    return arrays, want
 
 
 def _quietly(graph: KernelGraph, arrays: list[np.ndarray], env: Mapping[str, int],

@@ -108,3 +108,38 @@ def test_unsat_core_names_the_clash():
     ok = hardware_feasibility(cs[1:], {"g": (1, 64)})
     assert ok.status == "sat" and ok.model is not None and 64 % ok.model["g"] == 0
     assert ok.model["g"] <= 4
+
+
+@pytest.mark.parametrize("device", list(DEVICES.values()), ids=list(DEVICES))
+def test_a_witness_shows_feasible_only_when_it_fits(device: DeviceSpec):
+    """The search's witnesses (assignments that fitted earlier families): one that satisfies
+    every constraint decides the family feasible without z3, and it does fit (the oracle:
+    `spec` and the limits on the concrete tiles); one that does not is passed over, so an
+    infeasible family is still proven so by z3."""
+    graph = rmsnorm_matmul(True)
+    envs = well_formed_assignments(True)
+    fitting = [e for e in envs if within_limits(graph, e, device)]
+    unfit = [e for e in envs if not within_limits(graph, e, device)]
+    for env in fitting[:8] + fitting[-8:]:
+        witnesses = [dict(env)]
+        verdict = check_hardware(graph, device, witnesses=witnesses)
+        assert verdict.feasible is True and witnesses == [env]    # z3 was not asked
+        check(graph, verdict.assignment)
+        assert within_limits(graph, dict(verdict.assignment), device)
+    for env in unfit[:8] + unfit[-8:]:
+        witnesses = [dict(env)]
+        verdict = check_hardware(graph, device, witnesses=witnesses)
+        assert verdict.feasible is bool(fitting), verdict.reason
+        if verdict.feasible:            # z3 found another, and it joins the witnesses
+            assert len(witnesses) == 2 and witnesses[-1] == dict(verdict.assignment)
+
+
+def test_a_witness_with_a_grid_dim_less_fits_with_that_dim_unsplit():
+    """A witness without a variable (the family has a grid dim more): sizes 1, bits 0."""
+    graph = rmsnorm_matmul(False)
+    verdict = check_hardware(graph, DEVICES["8 tiles"])
+    assert verdict.feasible and verdict.assignment is not None
+    env = {k: v for k, v in verdict.assignment.items() if k != "g0"}
+    again = check_hardware(graph, DEVICES["8 tiles"], witnesses=[env])
+    assert again.feasible is True
+    assert again.assignment is not None and again.assignment["g0"] in (1, verdict.assignment["g0"])
