@@ -80,7 +80,7 @@ class BlockState:
             ones = [d for d, n in enumerate(src.shape) if n == dim(1)]
             imap = _unsplit(Map.symbolic(f"m_{tile}", grid_dims, len(src.shape)), ones)
             fmap = _unsplit(Map.symbolic(f"f_{tile}", 1, len(src.shape)), ones)
-            shape = input_tile_shape(src.shape, imap, fmap, grid, loop)
+            shape = _tile_shape(src.shape, imap, fmap, grid, loop)
             ops.append(Op.make("input", (), (tile,), {"imap": imap, "fmap": fmap}))
             tensors.append(Tensor(tile, shape, src.term, loads=frozenset({len(tensors)})))
         return BlockState(kernel, grid, loop, tuple(s.name for s in sources), tuple(ops),
@@ -178,6 +178,13 @@ class BlockState:
     def signature(self) -> tuple[object, ...]:
         return (self.sources, len(self.grid),
                 tuple((op.kind, op.inputs, op.attrs) for op in self.ops if op.kind != "input"))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _tile_shape(data: Shape, imap: Map, fmap: Map, grid: tuple[Dim, ...], loop: Dim) -> Shape:
+    """`input_tile_shape`, remembered: every custom kernel the search opens, and every block
+    it replays with another grid, loads the same inputs through the same symbolic maps."""
+    return input_tile_shape(data, imap, fmap, grid, loop)
 
 
 @functools.lru_cache(maxsize=1 << 18)

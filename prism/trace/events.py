@@ -48,12 +48,11 @@ class Event:
 
     def __post_init__(self) -> None:
         # Frozen: normalized values are written through object.__setattr__, once, here.
-        for name, accepted in _field_types(type(self)).items():
+        for name, json in _normalized_fields(type(self)):
             value = getattr(self, name)
-            if dict in accepted or list in accepted:
-                where = f"{self.type}.{name}"
-                object.__setattr__(self, name, _json_value(value, where, 0))
-            elif float in accepted and isinstance(value, int) and not isinstance(value, bool):
+            if json:
+                object.__setattr__(self, name, _json_value(value, f"{self.type}.{name}", 0))
+            elif isinstance(value, int) and not isinstance(value, bool):
                 object.__setattr__(self, name, float(value))
 
 
@@ -228,6 +227,21 @@ def event_from_json(data: object) -> Event:
         raise TraceFormatError(f"{tag} is not a valid event ({err}); {_FIX}") from None
 
 
+_NORMALIZED: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _normalized_fields(cls: type[Event]) -> tuple[tuple[str, bool], ...]:
+    """The fields `__post_init__` normalizes: (name, True) for a JSON payload (a dict or a
+    list), (name, False) for a float that may be given as an int (cached per class)."""
+    found = _NORMALIZED.get(cls)
+    if found is None:
+        found = tuple((name, dict in accepted or list in accepted)
+                      for name, accepted in _field_types(cls).items()
+                      if dict in accepted or list in accepted or float in accepted)
+        _NORMALIZED[cls] = found
+    return found
+
+
 def _field_types(cls: type[Event]) -> dict[str, frozenset[type]]:
     """Field name → the JSON-level types it accepts, read from the annotations (cached)."""
     if cls in _FIELD_TYPES:
@@ -268,6 +282,15 @@ def _json_value(value: object, where: str, depth: int) -> Any:
     """A plain-JSON copy of `value`: tuples → lists, non-finite floats → "inf"/"-inf"/"nan"."""
     if depth > _MAX_DEPTH:
         raise ValueError(f"{where} is nested more than {_MAX_DEPTH} levels deep")
+    kind = type(value)      # the plain types first, exactly (a subclass takes the long way)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if isinstance(value, dict) and kind is dict:
+        try:                # the error, if any, is raised again below with its full place
+            return {k: _json_value(v, "", depth + 1) for k, v in value.items()
+                    if type(k) is str or _not_a_key()}
+        except (TypeError, ValueError):
+            pass
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -289,6 +312,10 @@ def _json_value(value: object, where: str, depth: int) -> Any:
         f"{where} is a {type(value).__name__}, not a JSON value; convert it first "
         f"(.tolist(), .item(), str())"
     )
+
+
+def _not_a_key() -> bool:
+    raise TypeError("a JSON object key that is not a string")
 
 
 def _float_name(x: float) -> str:

@@ -84,8 +84,10 @@ class Tracer:
         """
         with self._lock:
             if stamp:
-                # a shallow copy, stamped: `replace` would validate the payload a second time
-                event = copy.copy(event)
+                # A fresh event (never emitted: seq -1) is stamped as it is, one already
+                # emitted is copied first; `replace` would validate the payload a second time.
+                if event.seq != -1:
+                    event = copy.copy(event)
                 object.__setattr__(event, "seq", self._next_seq)
                 object.__setattr__(event, "time", self._clock() - self._start)
             self._next_seq = max(self._next_seq, event.seq + 1)
