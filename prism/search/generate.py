@@ -35,7 +35,9 @@ from prism.search.pruning import (
     Context,
     Family,
     Pruned,
+    abstract_expression,
     abstract_miss,
+    cannot_close,
     cannot_close_counts,
 )
 from prism.search.state import BlockState, KernelState, Tensor
@@ -66,9 +68,14 @@ class Generator:
         self.kvocab = {k: i for i, k in enumerate(("customized", *config.kernel_ops))}
         self.marked: dict[str, str] = {}       # audit: family → the observed prune above it
         self.rules = (*RULES.items(), *config.rules)   # built-ins first, then the user's
-        # block ops decided before they are built (`_prejudge`): not in an audit, whose marks
-        # follow every family, nor when each family's graph is recorded
-        self.quick = observe is None and not config.record_graphs
+        # Block ops decided before they are built (`_prejudge`), except when each family's
+        # graph is recorded or an audit observes one of the two rules that decide them (an
+        # audit of another rule never reaches a family these prune: they come first, and the
+        # marks that follow observed prunes matter only to families with completions).
+        # The two rules must be the built-ins (a test or notebook may swap a rule in RULES).
+        self.quick = observe not in ("cannot_close", "abstract_expression") and \
+            not config.record_graphs and RULES.get("cannot_close") is cannot_close and \
+            RULES.get("abstract_expression") is abstract_expression
 
     # -- driving ---------------------------------------------------------------------------
 
@@ -215,7 +222,7 @@ class Generator:
         op count, the waiting tensors and the new tensor's abstract expression): emit it
         generated and pruned exactly as `visit` would, and say True. Most families end so,
         and building their states was most of the search's time. ShapeError when the op does
-        not fit (no family, as `extend`). Off in an audit and when graphs are recorded."""
+        not fit (no family, as `extend`). Off when graphs are recorded or those rules audited."""
         shape, term = block.probe(kind, operands, accumulator, attrs)
         if not self.quick:
             return False
