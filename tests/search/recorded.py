@@ -32,6 +32,10 @@ CASES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "rmsnorm_matmul-prism-60k": ("rmsnorm_matmul", "prism", {"max_families": 60000}),
     "swiglu-program-5ops": ("swiglu", "program", {"max_block_ops": 5}),
     "attention-program-5ops": ("attention", "program", {"max_block_ops": 5}),
+    "gated_mlp-program-5ops": ("gated_mlp", "program", {"max_block_ops": 5}),
+    "lora-program-5ops": ("lora", "program", {"max_block_ops": 5}),
+    "ntrans-program-5ops": ("ntrans", "program", {"max_block_ops": 5}),
+    "rmsnorm_matmul-program": ("rmsnorm_matmul", "program", {}),
 }
 
 
