@@ -189,6 +189,10 @@ def result_row(result: OptimizeResult) -> dict[str, Any]:
         "families_per_second": (round(search.generated / search.seconds, 1)
                                 if search.seconds > 0 else None),
         "families_pruned": {r: search.pruned.get(r, 0) for r in search.config.rule_names},
+        # branch and bound's part: the cost-bound rule's share of the proven prunes
+        "cost_bound_share": (round(search.pruned.get("cost_bound", 0)
+                                   / sum(search.pruned.values()), 6)
+                             if sum(search.pruned.values()) else None),
         "families_set_aside": dict(search.set_aside),
         "families_kept": search.kept,
         "candidates_checked": len(search.candidates),

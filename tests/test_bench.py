@@ -81,6 +81,8 @@ def test_search_figures_are_the_traces_counts(quick, doc, name):
     unproven = Counter(e.rule for e in prunes if e.evidence.get("claim") == "unproven")
     assert {k: v for k, v in row["families_pruned"].items() if v} == dict(proven)
     assert row["families_set_aside"] == dict(unproven)
+    assert row["cost_bound_share"] == (pytest.approx(proven["cost_bound"] / sum(proven.values()))
+                                       if proven else None)
     assert row["families_kept"] == row["families_generated"] - len(prunes)
     verified = [e for e in events if isinstance(e, CandidateVerified)]
     assert row["candidates_verified"] == len(verified)
