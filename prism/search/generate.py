@@ -70,8 +70,8 @@ class Generator:
         self.rules = (*RULES.items(), *config.rules)   # built-ins first, then the user's
         # Block ops decided before they are built (`_prejudge`), except when each family's
         # graph is recorded or an audit observes one of the two rules that decide them (an
-        # audit of another rule never reaches a family these prune: they come first, and the
-        # marks that follow observed prunes matter only to families with completions).
+        # audit of another rule never evaluates its rule on a family these prune: they come
+        # first; the family still takes the mark of an observed prune above it).
         # The two rules must be the built-ins (a test or notebook may swap a rule in RULES).
         self.quick = observe not in ("cannot_close", "abstract_expression") and \
             not config.record_graphs and RULES.get("cannot_close") is cannot_close and \
@@ -243,6 +243,8 @@ class Generator:
                      Tensor(name, shape, term, accumulator or any(
                          block.tensors[i].post for i in operands)), operands)
         self.cb.generated(fam)
+        if parent in self.marked:       # an audit counts it among those explored under a prune
+            self.marked[fam.id] = self.marked[parent]
         self.cb.pruned(fam, pruned)
         return True
 

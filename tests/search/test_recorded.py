@@ -32,3 +32,48 @@ def test_the_search_gives_the_recorded_results(case):
     assert fresh["summary"] == recorded["summary"]
     assert fresh["candidates"] == recorded["candidates"]
     assert fresh["best_modeled_us"] == recorded["best_modeled_us"]
+
+
+def _slow_path(monkeypatch):
+    """The search without its fast path: `cannot_close` swapped for a rule that calls it (the
+    generator decides block ops before building them only while both rules are the
+    built-ins), so every family is built and visited as before the fast path existed."""
+    from prism.search import pruning
+    monkeypatch.setitem(pruning.RULES, "cannot_close",
+                        lambda ctx, fam: pruning.cannot_close(ctx, fam))
+
+
+@pytest.mark.parametrize("rule", ["dead_end_inputs", "hardware"])
+def test_an_audit_reports_the_same_with_and_without_the_fast_path(rule, monkeypatch):
+    """An audit of a rule the fast path does not decide: the same prunes, families explored
+    under them (the fast path's families take the marks too), candidates and findings."""
+    from dataclasses import replace
+
+    from prism.cost import get_device
+    from prism.search import audit
+    graph, config = recorded_module.config_for("swiglu-program-5ops")
+    if rule == "hardware":          # a device small enough that the rule prunes
+        config = replace(config, device=replace(get_device("h100"), smem_bytes=256))
+    fast = audit(graph, rule, config).to_json()
+    _slow_path(monkeypatch)
+    slow = audit(graph, rule, config).to_json()
+    fast.pop("seconds"), slow.pop("seconds")
+    assert fast == slow
+    assert fast["pruned"] > 0 and (fast["explored"] > 0 or fast["checked"] > 0)
+
+
+def test_the_fast_path_gives_the_slow_paths_trace(monkeypatch):
+    """Every event of a search, in order, with its description, rule, reason and evidence."""
+    from prism.search.driver import search
+    from prism.trace import Tracer
+    graph, config = recorded_module.config_for("attention-program-5ops")
+
+    def events() -> list[tuple[object, ...]]:
+        tracer = Tracer()
+        search(graph, config, tracer=tracer)
+        return [(e.type, *(v for k, v in sorted(vars(e).items()) if k != "time"))
+                for e in tracer.events if e.type.startswith("Family")]
+
+    fast = events()
+    _slow_path(monkeypatch)
+    assert events() == fast and len(fast) > 1000
