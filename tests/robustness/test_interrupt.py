@@ -102,8 +102,12 @@ def test_a_second_sigint_stops_at_once_and_still_keeps_the_earlier_results(
     proc.send_signal(signal.SIGINT)     # while it tunes: compiling takes seconds
     text, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err
-    error = json.loads(text)["error"]   # JSON on stdout, even so
-    assert error["type"] == "KeyboardInterrupt" and error["message"].startswith("interrupted")
+    doc = json.loads(text)              # JSON on stdout, even so
+    if "error" in doc:                  # it stopped at once
+        error = doc["error"]
+        assert error["type"] == "KeyboardInterrupt" and error["message"].startswith("interrupted")
+    else:       # on a loaded machine the work after the first can be done before the second
+        assert doc["interrupted"] is True and doc["search"]["stop_reason"] == "cancelled"
     assert snapshot(out) == before
     (kept,) = siblings(out)
     assert kept.startswith("out.interrupted-")
