@@ -28,7 +28,7 @@ $(PY):
 # torch first and pinned: 2.13.0 is the CPU build on local disk; anything else pulls gigabytes.
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,ray]'
 	touch $@
 
 system-deps:

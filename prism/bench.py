@@ -95,6 +95,14 @@ class BenchSettings:
     compile_ptx: bool = True
     quick: bool = False
     runs: str | None = None            # keep each workload's optimize outputs in runs/<workload>
+    executor: str = "local"            # where the search's tasks run (prism.search.executors)
+    workers: int | None = None
+    ray_address: str | None = None
+
+    @property
+    def where(self) -> Any:
+        from prism.search.executors import Executor
+        return Executor(self.executor, self.workers, self.ray_address)
 
     def __post_init__(self) -> None:
         if not self.budget_s > 0:
@@ -169,7 +177,8 @@ def bench_row(target: str, settings: BenchSettings) -> dict[str, Any]:
             result = superoptimize(found.workload or found.graph, device=settings.device,
                                    measure="model", budget_s=settings.budget_s, out=out,
                                    search_config=config, compile_ptx=settings.compile_ptx,
-                                   db=ResultDB(Path(tmp) / "results.jsonl"), label=found.label)
+                                   db=ResultDB(Path(tmp) / "results.jsonl"), label=found.label,
+                                   executor=settings.where)
     except PrismError as e:
         return {"workload": target, "error": f"{type(e).__name__}: {e}",
                 "peak_rss_mb": peak_rss_mb()}
@@ -185,6 +194,7 @@ def result_row(result: OptimizeResult) -> dict[str, Any]:
     row: dict[str, Any] = {
         "workload": result.target, "device": result.device,
         "search_seconds": round(search.seconds, 3),
+        "executor": search.executor or {"name": "local", "workers": 1},
         "families_generated": search.generated,
         "families_per_second": (round(search.generated / search.seconds, 1)
                                 if search.seconds > 0 else None),
@@ -246,8 +256,9 @@ def scaling_point(target: str, cap: int, settings: BenchSettings) -> dict[str, A
     (found,) = resolve(target)
     config = replace(search_config_for(found.graph, settings.budget_s, settings.device),
                      max_block_ops=cap)
-    result = search(found.graph, config, label=found.label)
-    return {"workload": found.label, "cap": cap, "search_seconds": round(result.seconds, 3),
+    result = search(found.graph, config, label=found.label, executor=settings.where)
+    return {"workload": found.label, "cap": cap, "executor": result.executor,
+            "search_seconds": round(result.seconds, 3),
             "families_generated": result.generated, "families_kept": result.kept,
             "candidates_verified": len(result.equivalent), "complete": result.complete,
             "search_state": search_state(result.complete, result.exhaustive,

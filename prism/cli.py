@@ -344,7 +344,7 @@ def _cmd_search(args: argparse.Namespace) -> Any:
                                                         "search_seconds": ck.search_seconds}}
             else:
                 result = search(target.graph, config, tracer=tracer, label=target.label,
-                                cancel=interrupt)
+                                cancel=interrupt, executor=_executor(args))
                 extra = {}
     except BaseException as e:
         if writer is not None:
@@ -437,7 +437,7 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
                                measure=args.measure, budget_s=args.budget, out=Path(args.out),
                                search_config=config, checkpoint=args.checkpoint,
                                max_trials=args.max_trials, db=db, label=target.label,
-                               interrupt=interrupt)
+                               interrupt=interrupt, executor=_executor(args))
     doc = result.to_json()
     if not args.json:
         print(f"{doc['target']} on {doc['device']} (measure: {doc['measure']}), "
@@ -495,7 +495,9 @@ def _bench_run(args: argparse.Namespace, out: Path) -> Any:
 
     from prism import bench, bench_report
     settings = replace(bench.QUICK if args.quick else bench.FULL, device=args.device,
-                       runs=args.runs)
+                       runs=args.runs, executor=args.executor, workers=args.workers,
+                       ray_address=args.ray_address)
+    _ = settings.where      # an unknown executor or a bad count: before any work
     if args.budget is not None:
         settings = replace(settings, budget_s=args.budget)
     if args.max_block_ops is not None:
@@ -530,7 +532,9 @@ def _bench_command(args: argparse.Namespace) -> str:
     words = ["prism", "bench", *args.workloads]
     words += [flag for flag, on in (("--quick", args.quick), ("--scaling", args.scaling)) if on]
     for flag, value in (("--budget", args.budget), ("--max-block-ops", args.max_block_ops),
-                        ("--device", args.device), ("--out", args.out)):
+                        ("--device", args.device), ("--out", args.out),
+                        ("--executor", None if args.executor == "local" else args.executor),
+                        ("--workers", args.workers), ("--ray-address", args.ray_address)):
         if value is not None:
             words += [flag, str(value)]
     return " ".join(words)
@@ -685,13 +689,30 @@ def _parser() -> argparse.ArgumentParser:
                     help="print what changed from run A to run B, row by row, as B / A")
     sp.add_argument("--readme", action="store_true", help="rewrite README.md's workload table "
                     "from the latest full run in --out (runs nothing)")
+    _executor_arguments(sp)
     sp = command("lab", _cmd_lab, "JupyterLab on the notebooks (--json: print the command only)")
     sp.add_argument("--notebooks", default="notebooks")
     return p
 
 
+def _executor_arguments(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--executor", default="local", choices=("local", "processes", "ray"),
+                    help="where the search's tasks run: this process (default), a pool of "
+                    "processes, or a Ray cluster; the result is the same on each")
+    sp.add_argument("--workers", type=_count, help="how many worker processes (default: every "
+                    "CPU of the machine, or of the Ray cluster)")
+    sp.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster to run on (default "
+                    "$PRISM_RAY_ADDRESS, else a local one is started)")
+
+
+def _executor(args: argparse.Namespace) -> Any:
+    from prism.search.executors import Executor
+    return Executor(args.executor, args.workers, args.ray_address)
+
+
 def _search_arguments(sp: argparse.ArgumentParser) -> None:
     """The arguments `search` and `optimize` share: the target, shapes, budget and caps."""
+    _executor_arguments(sp)
     sp.add_argument("target", help="a workload name or path.py:function (@prism.workload)")
     sp.add_argument("--shape", action="append", metavar="NAME=8x1024",
                     help="a parameter's shape (repeat for several)")

@@ -48,6 +48,7 @@ from prism.errors import ArgumentTypeError, PrismError
 from prism.frontend.workload import Workload
 from prism.ir.graph import KernelGraph
 from prism.search import SearchConfig, SearchResult, search
+from prism.search.executors import Executor
 from prism.trace import Event, JsonlWriter, Tracer
 from prism.tune import Config, ResultDB, Trial, TuningResult, make_backend, tune
 from prism.verify.equiv import Verdict
@@ -206,10 +207,13 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", measure: st
                   max_trials: int = 8, compile_ptx: bool = True, tracer: Tracer | None = None,
                   cancel: threading.Event | None = None, db: ResultDB | None = None,
                   label: str | None = None,
-                  interrupt: threading.Event | None = None) -> OptimizeResult:
+                  interrupt: threading.Event | None = None,
+                  executor: Executor | str = "local") -> OptimizeResult:
     """Optimize `target` (a workload name, `path.py:function`, a `Workload`, a `KernelGraph` or a
-    builder `Graph`) for `device`, measuring with `measure` (`model`, `interpret` or `cuda`)."""
+    builder `Graph`) for `device`, measuring with `measure` (`model`, `interpret` or `cuda`);
+    the search's tasks run on `executor` (`prism.search.executors`)."""
     started = time.perf_counter()
+    runner = executor if isinstance(executor, Executor) else Executor(executor)
     _check_arguments(device=device, measure=measure, budget_s=budget_s, out=out,
                      search_config=search_config, checkpoint=checkpoint, max_trials=max_trials,
                      tracer=tracer, cancel=cancel, db=db, label=label, interrupt=interrupt)
@@ -230,7 +234,7 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", measure: st
     folder = OutputFolder(out, "--out") if out is not None else None
     try:
         result = _run(graph, workload, name, spec, measure, budget_s, search_config, checkpoint,
-                      max_trials, compile_ptx, tracer or Tracer(), cancel, interrupt, db,
+                      max_trials, compile_ptx, tracer or Tracer(), cancel, interrupt, db, runner,
                       folder, started)
     except BaseException as e:
         if folder is not None:          # the previous results stay; this run's go beside them
@@ -245,7 +249,7 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
          measure: str, budget_s: float, search_config: SearchConfig | None,
          checkpoint: str | Path | None, max_trials: int, compile_ptx: bool, tracer: Tracer,
          cancel: threading.Event | None, interrupt: threading.Event | None, db: ResultDB | None,
-         folder: Any, started: float) -> OptimizeResult:
+         runner: Executor, folder: Any, started: float) -> OptimizeResult:
     """The stages in order, writing into `folder.staging` (an `OutputFolder`) when given."""
     seen_errors = len(tracer.listener_errors)
     events: list[Event] = []             # the run's own events, whatever the tracer keeps
@@ -265,7 +269,7 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
     try:
         # the search is its own stage on the trace ("search", from `prism.search`)
         result.search = _search(graph, name, search_config, budget_s * SEARCH_SHARE,
-                                checkpoint, tracer, _either(cancel, interrupt), spec)
+                                checkpoint, tracer, _either(cancel, interrupt), spec, runner)
         result.interrupted = interrupt is not None and interrupt.is_set()
         result.notes += result.search.notes
         with tracer.stage("instantiate") as summary:
@@ -358,7 +362,8 @@ def search_config_for(graph: KernelGraph, budget_s: float,
 
 def _search(graph: KernelGraph, name: str, config: SearchConfig | None, budget_s: float,
             checkpoint: str | Path | None, tracer: Tracer,
-            cancel: threading.Event | None, device: DeviceSpec) -> SearchResult:
+            cancel: threading.Event | None, device: DeviceSpec,
+            runner: Executor) -> SearchResult:
     """The search on the run's device: a caller's config keeps its caps and rules but takes
     the device the run optimizes for (its hardware limits and its cost model)."""
     from prism.search.checkpoint import load_checkpoint, reinstantiate, save_checkpoint
@@ -372,7 +377,7 @@ def _search(graph: KernelGraph, name: str, config: SearchConfig | None, budget_s
                                   label=name)
             summary.update({**found.summary(), "checkpoint": str(path)})
         return found
-    result = search(graph, config, tracer=tracer, cancel=cancel, label=name)
+    result = search(graph, config, tracer=tracer, cancel=cancel, label=name, executor=runner)
     if path is not None:
         # an interrupted search's checkpoint goes beside the path: a later run would load the
         # path as the search's result instead of searching

@@ -30,6 +30,7 @@ HEAVY = {
     "z3": {"prism/smt.py"},
     "triton": {"prism/instantiate/triton_backend.py"},
     "egglog": {"prism/expr/egglog_oracle.py"},
+    "ray": {"prism/search/executors.py"},
 }
 JUPYTER = {"ipywidgets", "IPython", "anywidget", "widgets", "plotly", "jupyter", "jupyterlab",
            "ipykernel", "nbclient"}
@@ -75,7 +76,7 @@ def test_heavy_dependencies_live_behind_one_module():
 
 def test_import_prism_stays_light():
     code = ("import sys, prism, prism.workloads, prism.trace; "
-            "heavy = [m for m in ('torch', 'graphviz', 'z3', 'triton', 'egglog', 'plotly') "
+            "heavy = [m for m in ('torch', 'graphviz', 'z3', 'triton', 'egglog', 'plotly', 'ray') "
             "if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

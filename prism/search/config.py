@@ -63,6 +63,10 @@ class SearchConfig:
     record_graphs: bool = False                 # put each family's sGraph JSON on its event
     hardware_every_op: bool = False             # z3 after every tile-making op, not per block
     rules: tuple[UserRule, ...] = ()            # a user's pruning rules, after the built-ins
+    # Where an executor cuts the tree into tasks: at a block graph with this many block ops.
+    # Part of the result's definition (branch and bound reads the incumbent of its own task
+    # and the part before the cuts), so the same whatever the executor and worker count.
+    split_depth: int = 2
 
     def __post_init__(self) -> None:
         if not isinstance(self.device, DeviceSpec):
@@ -87,7 +91,7 @@ class SearchConfig:
         if self.max_families is not None and self.max_families < 1:
             out.append(f"max_families is {self.max_families}; give at least 1 or None")
         for name in ("max_kernel_ops", "max_custom_kernels", "max_block_ops",
-                     "max_accumulators", "max_block_inputs"):
+                     "max_accumulators", "max_block_inputs", "split_depth"):
             if getattr(self, name) < 1:
                 out.append(f"{name} is {getattr(self, name)}; caps must be ≥ 1")
         if not self.grid_dims or any(k not in (1, 2, 3) for k in self.grid_dims):
@@ -127,7 +131,8 @@ class SearchConfig:
                 "block_ops": list(self.block_ops), "accumulators": list(self.accumulators),
                 "kernel_ops": list(self.kernel_ops), "disabled": sorted(self.disabled),
                 "budget_s": self.budget_s, "max_families": self.max_families,
-                "seed": self.seed, "device": self.device.name,
+                "seed": self.seed, "split_depth": self.split_depth,
+                "device": self.device.name,
                 "device_limits": {"smem_bytes": self.device.smem_bytes,
                                   "max_blocks": self.device.max_blocks,
                                   "min_matmul_tile": self.device.min_matmul_tile,

@@ -13,11 +13,15 @@ found feasible) becomes the incumbent that the `cost_bound` rule compares lower 
 from __future__ import annotations
 
 import contextlib
+import copy
+import json
+import re
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prism.errors import PrismError
 from prism.ir.graph import KernelGraph
@@ -29,7 +33,7 @@ from prism.search.config import SearchConfig
 from prism.search.generate import Callbacks, Generator, Stop
 from prism.search.maps import instantiate
 from prism.search.pruning import Context, Family, Pruned, leaves
-from prism.search.state import Tensor
+from prism.search.state import BlockState, KernelState, Tensor
 from prism.trace import (
     CandidateRejected,
     CandidateUndecided,
@@ -41,6 +45,9 @@ from prism.trace import (
 )
 from prism.verify.equiv import Limits, Verdict, verify
 from prism.verify.translate import leaf
+
+if TYPE_CHECKING:
+    from prism.search.executors import Executor
 
 MAP_LIMIT = 512     # concrete-map members verified per complete family
 
@@ -101,6 +108,7 @@ class SearchResult:
     candidates: list[Candidate] = field(default_factory=list)
     families: list[CompleteFamily] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)     # limits the search hit, said aloud
+    executor: dict[str, Any] = field(default_factory=dict)   # where its tasks ran
 
     @property
     def kept(self) -> int:
@@ -141,6 +149,8 @@ class SearchResult:
     def to_json(self) -> dict[str, Any]:
         out = self.summary()
         out["config"] = self.config.to_json()
+        if self.executor:
+            out["executor"] = self.executor
         out["candidates"] = [c.to_json() for c in self.candidates]
         if not self.equivalent:
             out["message"] = self.empty_message()
@@ -173,16 +183,73 @@ def expressible(target: KernelGraph, config: SearchConfig) -> list[str]:
     return problems
 
 
+class _Flag(Protocol):
+    def is_set(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Task:
+    """A subtree of the search, run on an executor: from a block graph at the cut depth."""
+
+    index: int
+    kernel: KernelState
+    block: BlockState
+    kernel_key: tuple[object, ...]
+    parent: str                           # the id (before the cut's numbering) it descends from
+    incumbent: tuple[float, str] | None   # the best candidate before the cut: (µs, its id)
+    limit: int | None                     # families it may generate (the family budget left)
+
+
+@dataclass(frozen=True)
+class Numbering:
+    """How a task names what it makes: final ids (run in place) or provisional ones."""
+
+    family_prefix: str = "@f"
+    family_base: int = 0
+    candidate_prefix: str = "@c"
+    candidate_base: int = 0
+    parent: str = "@parent"
+    incumbent: str = "@inc"
+
+
+@dataclass
+class TaskOutcome:
+    index: int
+    generated: int
+    pruned: Counter[str]
+    set_aside: Counter[str]
+    candidates: list[Candidate]
+    families: list[CompleteFamily]
+    notes: list[str]
+    stop_reason: str | None
+    events: list[Any] | None           # a worker's events, when the search's tracer wants them
+    provisional: bool                  # ids still to be numbered by the merge
+    seconds: float
+    worker: str = ""
+
+
 class _Run:
     """One search: the generator's callbacks, the verifier, the counts."""
 
     def __init__(self, target: KernelGraph, label: str, config: SearchConfig, tracer: Tracer,
-                 cancel: threading.Event | None, observe: str | None = None):
+                 cancel: _Flag | None, observe: str | None = None,
+                 abstract: AbstractTarget | None = None, split: str | None = None,
+                 session: Any = None, first: _Run | None = None):
         self.target, self.config, self.tracer, self.cancel = target, config, tracer, cancel
         self.result = SearchResult(label, config)
         self.start = time.perf_counter()
         self.deadline = self.start + config.budget_s
-        self.abstract = AbstractTarget(target, config.abstract_limits)
+        self.family_limit = config.max_families
+        self.cid_prefix, self.cid_base = "c", 0
+        # split "collect" (the first pass): each cut becomes a task, by its place in the tree;
+        # split "absorb" (the walk): each cut takes its task's outcome from `session`
+        self.split, self.session, self.first = split, session, first
+        self.tasks: dict[tuple[object, ...], Task] = {}
+        # the verdicts of the part above the cuts, by candidate graph: the walk re-meets them
+        self.verdicts: dict[str, Candidate] = first.verdicts if first is not None else {}
+        self.final_ids: dict[str, str] = {}      # walk: candidate graph → its id
+        self.graph_of: dict[str, str] = {}       # first pass: candidate id → its graph
+        self.abstract = abstract or AbstractTarget(target, config.abstract_limits)
         needed = set().union(*(leaves(t) for t in self.abstract.terms)) & set(
             self.abstract.inputs)
         # With a rule that reads the target's e-graph off (or audited), outputs are found by
@@ -197,8 +264,8 @@ class _Run:
         # audit: the candidates of complete families under an observed prune, by its family
         self.under: list[tuple[str, Candidate]] = []
         self.generator = Generator(self.ctx, config, Callbacks(
-            self.generated, self.pruned, self.complete, self.should_stop, self.observed_prune),
-            observe)
+            self.generated, self.pruned, self.complete, self.should_stop, self.observed_prune,
+            self.cut if split else None), observe)
 
     # -- callbacks ---------------------------------------------------------------------------
 
@@ -207,10 +274,71 @@ class _Run:
             self.stop_reason = "cancelled"
         elif time.perf_counter() >= self.deadline:
             self.stop_reason = "time budget"
-        elif (self.config.max_families is not None
-              and self.result.generated >= self.config.max_families):
+        elif self.family_limit is not None and self.result.generated >= self.family_limit:
             self.stop_reason = "family budget"
         return self.stop_reason is not None
+
+    def cut(self, kernel: KernelState, block: BlockState, kernel_key: tuple[object, ...],
+            parent: str) -> None:
+        """The first pass records a task here; the walk absorbs that task's outcome."""
+        place = (kernel.ops, block.signature())
+        if self.split == "collect":
+            incumbent = None if self.ctx.incumbent_us is None else (
+                self.ctx.incumbent_us, str(self.ctx.incumbent_id))
+            limit = None if self.family_limit is None else \
+                self.family_limit - self.result.generated
+            self.tasks[place] = Task(len(self.tasks), kernel, block, kernel_key, parent,
+                                     incumbent, limit)
+            return
+        assert self.first is not None
+        task = self.first.tasks.get(place)
+        if task is None:        # the first pass stopped before it (budget, cancel)
+            self.stop_reason = self.first.stop_reason or "time budget"
+            raise Stop
+        self._absorb(task, parent)
+
+    def _absorb(self, task: Task, parent: str) -> None:
+        res, gen = self.result, self.generator
+        left = None if self.family_limit is None else self.family_limit - res.generated
+        incumbent = ""
+        if task.incumbent is not None:
+            assert self.first is not None
+            graph = self.first.graph_of.get(task.incumbent[1], "")
+            incumbent = self.final_ids.get(graph, "(a candidate the search's first pass "
+                                                  "verified before this cut)")
+        numbering = Numbering("f", gen.count, "c", len(res.candidates), parent, incumbent)
+        out = self.session.outcome(task, numbering, left)
+        if out is not None and out.provisional and left is not None and out.generated >= left:
+            # it ran with the family budget left at its cut in the first pass; the tasks
+            # before it took some of that: run it again with what is left now
+            out = self.session.run_here(task, numbering, left)
+        if out is None:
+            return
+        if out.provisional:
+            out = _numbered(out, numbering)
+        res.generated += out.generated
+        gen.count += out.generated
+        res.pruned.update(out.pruned)
+        res.set_aside.update(out.set_aside)
+        res.candidates += out.candidates
+        res.families += out.families
+        for text in out.notes:
+            if text not in res.notes:
+                res.notes.append(text)
+        for event in out.events or ():
+            self.tracer.emit(event)
+        for cand in out.candidates:       # the incumbent, as the walk would have found it
+            if cand.modeled_us is not None and (self.ctx.incumbent_us is None
+                                                or cand.modeled_us < self.ctx.incumbent_us):
+                self.ctx.incumbent_us, self.ctx.incumbent_id = cand.modeled_us, cand.id
+        if out.stop_reason is not None:
+            self.stop_reason = out.stop_reason
+            if out.stop_reason == "family budget":
+                raise Stop
+
+    def note(self, text: str) -> None:
+        if text not in self.result.notes:
+            self.result.notes.append(text)
 
     def generated(self, fam: Family) -> None:
         self.result.generated += 1
@@ -220,7 +348,7 @@ class _Run:
     def pruned(self, fam: Family, why: Pruned) -> None:
         if why.evidence.get("claim") == "unproven":
             if not self.result.set_aside:
-                self.result.notes.append(
+                self.note(
                     f"the target's e-graph stopped at its {self.abstract.report.stop_reason} "
                     f"({self.abstract.report}): families it does not reach are set aside "
                     "unproven, so the search is not exhaustive; raise "
@@ -245,23 +373,41 @@ class _Run:
             cand = self.check(member, family.id)
             found.append(cand)
         if len(found) >= MAP_LIMIT:
-            self.result.notes.append(f"family {family.id}: map instantiation stopped at "
+            self.note(f"family {family.id}: map instantiation stopped at "
                                      f"{MAP_LIMIT} members; some were not verified")
         origin = self.generator.marked.get(fam.parent or "")
         if origin is not None:
             self.under += [(origin, c) for c in found]
 
     def check(self, member: KernelGraph, family: str, refute_first: bool = True) -> Candidate:
-        cid = f"c{len(self.result.candidates) + 1}"
+        cid = f"{self.cid_prefix}{self.cid_base + len(self.result.candidates) + 1}"
+        key = json.dumps(graph_to_json(replace(member, name="")), sort_keys=True) \
+            if self.split else ""
         member = replace(member, name=f"{self.result.target}.{cid}")
-        # Counts only (iterations, nodes): a verdict never depends on how busy the machine is.
-        lim = self.config.verify_limits
-        verdict = verify(self.target, member, Limits(lim.iterations, lim.nodes),
-                         refute_first=refute_first)
+        seen = self.verdicts.get(key) if self.split == "absorb" else None
+        if seen is None:
+            # Counts only (iterations, nodes): a verdict never depends on how busy the machine
+            # is.
+            lim = self.config.verify_limits
+            verdict = verify(self.target, member, Limits(lim.iterations, lim.nodes),
+                             refute_first=refute_first)
+        else:
+            verdict = seen.verdict
         cand = Candidate(cid, family, member, verdict)
         self.result.candidates.append(cand)
+        if self.split == "collect":
+            self.verdicts[key] = cand
+            self.graph_of[cid] = key
+        elif self.split == "absorb":
+            self.final_ids[key] = cid
         if verdict.verdict == "equivalent":
-            self._model(cand)
+            if seen is not None:
+                cand.modeled_us, cand.assignment = seen.modeled_us, seen.assignment
+                if cand.modeled_us is not None and (self.ctx.incumbent_us is None or
+                                                    cand.modeled_us < self.ctx.incumbent_us):
+                    self.ctx.incumbent_us, self.ctx.incumbent_id = cand.modeled_us, cand.id
+            else:
+                self._model(cand)
             self.tracer.emit(CandidateVerified(cid, family, verdict.to_json(), verdict.method,
                                                graph_to_json(member)))
         elif verdict.verdict in ("not_equivalent", "invalid"):
@@ -295,6 +441,27 @@ class _Run:
 
     # -- running -----------------------------------------------------------------------------
 
+    def run_task(self, task: Task, tracer: Tracer, numbering: Numbering, deadline: float,
+                 limit: int | None, cancel: _Flag | None) -> TaskOutcome:
+        """Run one task's subtree on this run's target e-graph and rules (`deadline` on the
+        perf_counter clock). The run is reset first: a task carries nothing from another."""
+        self.tracer, self.cancel, self.deadline, self.family_limit = tracer, cancel, deadline, limit
+        self.result = SearchResult(self.result.target, self.config)
+        self.stop_reason = None
+        self.cid_prefix, self.cid_base = numbering.candidate_prefix, numbering.candidate_base
+        gen = self.generator
+        gen.id_prefix, gen.count, gen.seen = numbering.family_prefix, numbering.family_base, set()
+        self.ctx.incumbent_us, self.ctx.incumbent_id = (
+            (task.incumbent[0], numbering.incumbent) if task.incumbent else (None, None))
+        start = time.perf_counter()
+        with contextlib.suppress(Stop):
+            gen.block_level(task.kernel, task.block, task.kernel_key, numbering.parent)
+        r = self.result
+        return TaskOutcome(task.index, r.generated, r.pruned, r.set_aside, r.candidates,
+                           r.families, r.notes, self.stop_reason, None,
+                           numbering.family_prefix.startswith("@"),
+                           time.perf_counter() - start)
+
     def run(self) -> SearchResult:
         inputs = [Tensor(t, self.target.shape(t), leaf(name))
                   for t, name in zip(self.target.inputs, self.abstract.inputs, strict=True)]
@@ -311,13 +478,104 @@ class _Run:
 
 def search(target: KernelGraph, config: SearchConfig | None = None, *,
            tracer: Tracer | None = None, cancel: threading.Event | None = None,
-           label: str | None = None) -> SearchResult:
-    """Search for programs equivalent to `target`; see the module docstring."""
+           label: str | None = None, executor: Executor | str = "local") -> SearchResult:
+    """Search for programs equivalent to `target`; see the module docstring.
+
+    The tree is cut where a block graph has `config.split_depth` block ops; the part above the
+    cuts is generated here, each subtree below one is a task for `executor` (`local`,
+    `processes` or `ray`, or an `Executor(name, workers, address)`; `prism.search.executors`),
+    and the outcomes are merged in the tree's order, so the result is the same whatever the
+    executor and its number of workers."""
+    from prism.search.executors import Executor, open_session
+    where = executor if isinstance(executor, Executor) else Executor(executor)
     config = config or SearchConfig()
     problems = expressible(target, config)
     if problems:
         raise UnsupportedTargetError(f"{label or target.name}: {'; '.join(problems)}; "
                                      "rewrite it with the ops the search knows")
-    run = _Run(target, label or target.name or "target", config, tracer or Tracer(keep=False),
-               cancel)
-    return run.run()
+    tracer = tracer or Tracer(keep=False)
+    label = label or target.name or "target"
+    # The first pass generates the part above the cuts alone, silently, to hand out the tasks
+    # at once; the walk then generates it again (its verdicts remembered), in order, taking
+    # each task's outcome at its cut, so that every decision above the cuts (branch and
+    # bound's, the family budget's) sees what a single depth-first search would have seen.
+    first = _Run(target, label, config, Tracer(keep=False), cancel, split="collect")
+    session = open_session(where, (target, label, config, tracer.wants_events),
+                           first.abstract, cancel)
+    try:
+        with tracer.stage("search") as summary:
+            session.start(tracer, first.deadline)
+            inputs = [Tensor(t, target.shape(t), leaf(name)) for t, name in
+                      zip(target.inputs, first.abstract.inputs, strict=True)]
+            with contextlib.suppress(Stop):
+                first.generator.run(inputs)
+            session.submit(list(first.tasks.values()))
+            walk = _Run(target, label, config, tracer, cancel, abstract=first.abstract,
+                        split="absorb", session=session, first=first)
+            walk.start, walk.deadline = first.start, first.deadline
+            with contextlib.suppress(Stop):
+                walk.generator.run(inputs)
+            result = walk.result
+            result.complete = walk.stop_reason is None
+            result.stop_reason = walk.stop_reason or "exhausted"
+            for text in session.notes:
+                walk.note(text)
+            result.executor = {**session.describe(), "tasks": len(first.tasks)}
+            result.seconds = time.perf_counter() - first.start
+            summary.update(result.summary())
+    finally:
+        session.close()
+    tracer.emit(SearchFinished(result.summary()))
+    return result
+
+
+_TASK_ID = re.compile(r"@(?:f\d+|c\d+|parent|inc)(?!\w)")
+
+
+def _renamed_json(value: Any, name: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return name(value) if "@" in value else value
+    if isinstance(value, dict):
+        return {k: _renamed_json(v, name) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_renamed_json(v, name) for v in value)
+    return value
+
+
+def _renamed_event(event: Any, name: Callable[[str], str]) -> Any:
+    """A copy of `event` with every id in it renamed, not yet emitted (seq -1)."""
+    out = copy.copy(event)
+    for f in fields(event):
+        if f.name not in ("seq", "time"):
+            object.__setattr__(out, f.name, _renamed_json(getattr(event, f.name), name))
+    object.__setattr__(out, "seq", -1)
+    return out
+
+
+def _renamed_candidate(c: Candidate, name: Callable[[str], str]) -> Candidate:
+    return Candidate(name(c.id), name(c.family), replace(c.graph, name=name(c.graph.name)),
+                     c.verdict, c.modeled_us, c.assignment)
+
+
+def _numbered(out: TaskOutcome, n: Numbering) -> TaskOutcome:
+    """A worker's outcome with its provisional ids made final."""
+    def final(m: re.Match[str]) -> str:
+        token = m.group(0)
+        if token == "@parent":
+            return n.parent
+        if token == "@inc":
+            return n.incumbent
+        if token.startswith("@f"):
+            return f"f{n.family_base + int(token[2:])}"
+        return f"c{n.candidate_base + int(token[2:])}"
+
+    def name(text: str) -> str:
+        return _TASK_ID.sub(final, text)
+    return replace(out, provisional=False,
+                   candidates=[_renamed_candidate(c, name) for c in out.candidates],
+                   families=[CompleteFamily(name(f.id), replace(f.graph,
+                                                                name=name(f.graph.name)))
+                             for f in out.families],
+                   notes=[name(t) for t in out.notes],
+                   events=None if out.events is None else
+                   [_renamed_event(e, name) for e in out.events])

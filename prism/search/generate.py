@@ -13,7 +13,13 @@ of the op added before it. An op that consumes another's result has the larger f
 every program is reachable, and a set of independent ops is added in one order only. The order
 in which a node *tries* its extensions changes which programs come first, not which exist: for
 seed 0 accumulators first, then block ops, each in vocabulary order; a shuffle of that for any
-other seed. Deterministic for a given seed.
+other seed, drawn per node from the seed and the node itself (not from a stream that every
+earlier node advanced), so a subtree is ordered the same wherever it runs. Deterministic for a
+given seed.
+
+A search on an executor (`prism.search.executors`) cuts the tree where a custom kernel's block
+graph has `split_depth` block ops: with `Callbacks.split` set, such a family is handed over (a
+task) instead of descended into, and the task later runs `block_level` from it elsewhere.
 
 Every node is a `Family`; `Generator.visit` hands it to the rules (`prism.search.pruning`) and the
 driver hears every decision through its callbacks.
@@ -54,6 +60,8 @@ class Callbacks:
     complete: Callable[[Family, tuple[int, ...]], None]   # kernel tensors of the outputs
     should_stop: Callable[[], bool]
     observed: Callable[[Family, Pruned], None] | None = None  # audit: would have pruned
+    # an executor's cut: (kernel, block, kernel key, family id) of a subtree to run as a task
+    split: Callable[[KernelState, BlockState, tuple[object, ...], str], None] | None = None
 
 
 class Generator:
@@ -61,8 +69,8 @@ class Generator:
                  observe: str | None = None):
         self.ctx, self.cfg, self.cb = ctx, config, callbacks
         self.observe = observe                 # audit: evaluate this rule, do not enforce it
-        self.rng = random.Random(config.seed)
         self.count = 0
+        self.id_prefix = "f"                   # a task numbers its families provisionally
         self.seen: set[tuple[object, ...]] = set()
         self.vocab = {k: i for i, k in enumerate((*config.block_ops, *config.accumulators))}
         self.kvocab = {k: i for i, k in enumerate(("customized", *config.kernel_ops))}
@@ -83,15 +91,16 @@ class Generator:
         kernel = KernelState(tuple(inputs), (), len(inputs))
         self.kernel_level(kernel, None)
 
-    def _order(self, items: list[object]) -> list[object]:
+    def _order(self, items: list[object], *node: object) -> list[object]:
         if self.cfg.seed:
             items = list(items)
-            self.rng.shuffle(items)
+            # str seeds are hashed with sha512: the same order in every process
+            random.Random(f"{self.cfg.seed}:{node!r}").shuffle(items)
         return items
 
     def _new_id(self) -> str:
         self.count += 1
-        return f"f{self.count}"
+        return f"{self.id_prefix}{self.count}"
 
     def visit(self, fam: Family) -> bool:
         """Emit the family and run the rules; True when it survives."""
@@ -131,7 +140,7 @@ class Generator:
             return
         if kernel.kernels >= self.cfg.max_kernel_ops:
             return
-        for ext in self._order(list(self._kernel_extensions(kernel))):
+        for ext in self._order(list(self._kernel_extensions(kernel)), kernel.ops):
             assert isinstance(ext, tuple)
             kind, operands, key, attrs = ext
             if kind == "customized":
@@ -196,7 +205,8 @@ class Generator:
         self._try_close(kernel, block, kernel_key, parent)
         if block.compute_ops >= self.cfg.max_block_ops:
             return
-        for ext in self._order(list(self._block_extensions(block))):
+        for ext in self._order(list(self._block_extensions(block)), kernel.ops,
+                               block.signature()):
             assert isinstance(ext, tuple)
             kind, operands, key, attrs = ext
             accumulator = OPS[kind].category == "accum"
@@ -211,7 +221,11 @@ class Generator:
             fam = Family(self._new_id(), parent, "block", kind,
                          f"block op {new.name} = {kind}({args}{_shown(attrs)})", kernel, child,
                          new, operands)
-            if self.visit(fam):
+            if not self.visit(fam):
+                continue
+            if self.cb.split is not None and child.compute_ops == self.cfg.split_depth:
+                self.cb.split(kernel, child, kernel_key, fam.id)
+            else:
                 self.block_level(kernel, child, kernel_key, fam.id)
 
     def _prejudge(self, kernel: KernelState, block: BlockState, kind: str,

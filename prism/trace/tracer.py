@@ -54,6 +54,11 @@ class Tracer:
         # Reentrant so a listener that emits does not deadlock (its event is delivered first).
         self._lock = threading.RLock()
 
+    @property
+    def wants_events(self) -> bool:
+        """Whether an event emitted here is kept or heard (else building one is wasted)."""
+        return self.keep or bool(self._listeners)
+
     def subscribe(self, listener: Listener, *, required: bool = False) -> Callable[[], None]:
         """Call `listener` with every later event; returns a function that unsubscribes it.
 

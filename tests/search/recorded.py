@@ -50,9 +50,10 @@ def digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def record(case: str) -> dict[str, Any]:
+def record(case: str, **where: Any) -> dict[str, Any]:
+    """`where`: the executor to search on (`search`'s keyword)."""
     graph, config = config_for(case)
-    result = search(graph, config)
+    result = search(graph, config, **where)
     summary = result.summary()
     summary.pop("seconds")
     best = result.best
