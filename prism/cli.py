@@ -412,6 +412,9 @@ def _print_search(doc: dict[str, Any]) -> None:
     print(f"{doc['target']} on {doc['device']}: {fam['generated']} families generated, "
           f"{fam['kept']} kept (pruned: {pruned}{aside}); {len(doc['candidates'])} candidates "
           f"verified in {doc['seconds']:.1f} s ({state})")
+    ex = doc.get("executor")
+    if ex and ex.get("name") != "local":
+        print(f"  on {ex['name']}: {ex['workers']} worker(s), {ex['tasks']} tasks")
     for note in doc.get("notes", []):
         print(f"  note: {note}")
     for c in doc["candidates"]:

@@ -144,13 +144,12 @@ class SearchResult:
                                 else {})},
                 "verdicts": dict(verdicts),
                 "best": self.best.id if self.best else None,
-                **({"notes": self.notes} if self.notes else {})}
+                **({"notes": self.notes} if self.notes else {}),
+                **({"executor": self.executor} if self.executor else {})}
 
     def to_json(self) -> dict[str, Any]:
         out = self.summary()
         out["config"] = self.config.to_json()
-        if self.executor:
-            out["executor"] = self.executor
         out["candidates"] = [c.to_json() for c in self.candidates]
         if not self.equivalent:
             out["message"] = self.empty_message()

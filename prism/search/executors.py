@@ -183,12 +183,12 @@ class Session:
     def _wall_deadline(self) -> float:
         return time.time() + (self.deadline - time.perf_counter())
 
-    def _lost(self, index: int, tries: dict[int, int], why: str) -> None:
+    def _lost(self, index: int, tries: dict[int, int], why: str, hint: str = "") -> None:
         tries[index] = tries.get(index, 0) + 1
         if tries[index] > RETRIES:
             raise ExecutorError(f"task {index} lost its worker {tries[index]} times ({why}); "
-                                f"the {self.name} executor is failing: check its workers, or "
-                                "run with --executor local")
+                                f"the {self.name} executor is failing: "
+                                f"{hint or 'check its workers'}, or run with --executor local")
         self.notes.append(f"a {self.name} worker was lost running task {index} ({why}); "
                           "the task was queued again")
 
@@ -236,7 +236,11 @@ class ProcessSession(Session):
         """A worker died: every task not finished is queued again on a new pool."""
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._pool = self._new_pool()
-        self._lost(index, self._tries, why)
+        started = any(f.done() and f.exception() is None for f in self._futures.values())
+        self._lost(index, self._tries, why, "" if started else
+                   "no worker finished a task; a script that searches on processes must do so "
+                   "under `if __name__ == '__main__':`, since each spawned worker imports the "
+                   "main module")
         for i, fut in self._futures.items():
             if not (fut.done() and fut.exception() is None):
                 self._submit(i)

@@ -56,6 +56,7 @@ def record(case: str, **where: Any) -> dict[str, Any]:
     result = search(graph, config, **where)
     summary = result.summary()
     summary.pop("seconds")
+    summary.pop("executor", None)       # where it ran, not what it found
     best = result.best
     return {"summary": summary,
             "candidates": [[c.id, c.family, c.verdict.verdict, c.verdict.method,

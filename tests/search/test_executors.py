@@ -32,6 +32,7 @@ def outcome(result) -> dict:
     """What must not change with the executor: the summary (less the time) and each candidate."""
     summary = result.summary()
     summary.pop("seconds")
+    summary.pop("executor")
     return {"summary": summary,
             "candidates": [(c.id, c.family, c.verdict.verdict, c.graph.name,
                             None if c.modeled_us is None else round(c.modeled_us, 6))
@@ -134,6 +135,7 @@ def _as_recorded(result) -> dict:
     from .recorded import digest
     summary = result.summary()
     summary.pop("seconds")
+    summary.pop("executor")
     best = result.best
     return {"summary": summary,
             "candidates": [[c.id, c.family, c.verdict.verdict, c.verdict.method,
