@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import socket
 import time
 import uuid
@@ -129,6 +130,9 @@ _POOL_JOB: list[Any] = []     # in a pool worker: (job, stop event), set by the 
 
 
 def _pool_init(job: Job, stop: Any) -> None:
+    # A terminal's Ctrl-C reaches the whole process group: the coordinator handles it (the
+    # search stops as at its budget and keeps its work) and tells the workers by the flag.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _POOL_JOB[:] = [job, _Throttled(stop.is_set)]
     try:                      # build the target's e-graph while the coordinator cuts the tree
         _worker_run(job)

@@ -139,3 +139,21 @@ def test_a_sigint_during_a_z3_check_reaches_the_handler(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert out == "handled\n"
+
+
+def test_a_ctrl_c_to_the_process_group_stops_a_search_on_processes_and_keeps_its_work(
+        prism_process, tmp_path):
+    """A terminal's Ctrl-C reaches every process of the group, the workers too: they leave it
+    to the coordinator, which stops the search as at its budget and keeps what was found."""
+    trace = tmp_path / "t.jsonl"
+    proc = prism_process("search", "rmsnorm_matmul", *SMALL, *WIDE, "--executor", "processes",
+                         "--workers", "2", "--trace", trace, "--json", stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    wait_for_a_candidate(tmp_path / f"t.jsonl.partial-{proc.pid}", proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["stop_reason"] == "cancelled" and doc["executor"]["name"] == "processes"
+    assert [c for c in doc["candidates"] if c["verdict"] == "equivalent"]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
