@@ -46,6 +46,7 @@ JSON form: an int; `"name"` (a variable); `["bit", "name"]`; `["+", a, b, ...]`;
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Union
@@ -338,10 +339,14 @@ def dim(x: DimLike) -> Dim:
     return const(x)
 
 
+# Dims are immutable values: the arithmetic is remembered (the search rebuilds the same tile
+# sizes and byte counts for every family it opens). Typed, so 2.0 and True are not taken for 2.
+@functools.lru_cache(maxsize=1 << 16, typed=True)
 def add(*xs: DimLike) -> Dim:
     return Dim([t for x in xs for t in dim(x).terms])
 
 
+@functools.lru_cache(maxsize=1 << 16, typed=True)
 def mul(*xs: DimLike) -> Dim:
     result = const(1)
     for x in xs:
@@ -350,6 +355,7 @@ def mul(*xs: DimLike) -> Dim:
     return result
 
 
+@functools.lru_cache(maxsize=1 << 16, typed=True)
 def div(num: DimLike, den: DimLike) -> Dim:
     n, d = dim(num), dim(den)
     if not d.terms:

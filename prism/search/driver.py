@@ -341,8 +341,9 @@ class _Run:
 
     def generated(self, fam: Family) -> None:
         self.result.generated += 1
-        graph = graph_to_json(fam.graph) if self.config.record_graphs else None
-        self.tracer.emit(FamilyGenerated(fam.id, fam.parent, fam.description, graph))
+        if self.tracer.wants_events:    # nobody keeps or hears it: the count is the result
+            graph = graph_to_json(fam.graph) if self.config.record_graphs else None
+            self.tracer.emit(FamilyGenerated(fam.id, fam.parent, fam.description, graph))
 
     def pruned(self, fam: Family, why: Pruned) -> None:
         if why.evidence.get("claim") == "unproven":
@@ -355,7 +356,9 @@ class _Run:
             self.result.set_aside[why.rule] += 1
         else:
             self.result.pruned[why.rule] += 1
-        self.tracer.emit(FamilyPruned(fam.id, fam.parent, why.rule, why.reason, why.evidence))
+        if self.tracer.wants_events:
+            self.tracer.emit(FamilyPruned(fam.id, fam.parent, why.rule, why.reason,
+                                          why.evidence))
 
     def observed_prune(self, fam: Family, why: Pruned) -> None:
         self.observed.append((fam, why))
