@@ -264,7 +264,8 @@ class _Run:
         self.under: list[tuple[str, Candidate]] = []
         self.generator = Generator(self.ctx, config, Callbacks(
             self.generated, self.pruned, self.complete, self.should_stop, self.observed_prune,
-            self.cut if split else None), observe)
+            self.cut if split else None, lambda: not self.tracer.wants_events, self.counted),
+            observe)
 
     # -- callbacks ---------------------------------------------------------------------------
 
@@ -345,7 +346,18 @@ class _Run:
             graph = graph_to_json(fam.graph) if self.config.record_graphs else None
             self.tracer.emit(FamilyGenerated(fam.id, fam.parent, fam.description, graph))
 
+    def counted(self, why: Pruned) -> None:
+        """A family generated and pruned that no one sees: its counts only."""
+        self.result.generated += 1
+        self._count(why)
+
     def pruned(self, fam: Family, why: Pruned) -> None:
+        self._count(why)
+        if self.tracer.wants_events:
+            self.tracer.emit(FamilyPruned(fam.id, fam.parent, why.rule, why.reason,
+                                          why.evidence))
+
+    def _count(self, why: Pruned) -> None:
         if why.evidence.get("claim") == "unproven":
             if not self.result.set_aside:
                 self.note(
@@ -356,9 +368,6 @@ class _Run:
             self.result.set_aside[why.rule] += 1
         else:
             self.result.pruned[why.rule] += 1
-        if self.tracer.wants_events:
-            self.tracer.emit(FamilyPruned(fam.id, fam.parent, why.rule, why.reason,
-                                          why.evidence))
 
     def observed_prune(self, fam: Family, why: Pruned) -> None:
         self.observed.append((fam, why))

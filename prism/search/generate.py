@@ -62,6 +62,9 @@ class Callbacks:
     observed: Callable[[Family, Pruned], None] | None = None  # audit: would have pruned
     # an executor's cut: (kernel, block, kernel key, family id) of a subtree to run as a task
     split: Callable[[KernelState, BlockState, tuple[object, ...], str], None] | None = None
+    # when no one keeps or hears events: count a family generated and pruned, nothing built
+    quiet: Callable[[], bool] | None = None
+    counted: Callable[[Pruned], None] | None = None
 
 
 class Generator:
@@ -251,6 +254,11 @@ class Generator:
             return False
         if self.cb.should_stop():
             raise Stop
+        if self.cb.quiet is not None and self.cb.counted is not None and self.cb.quiet() \
+                and parent not in self.marked:
+            self.count += 1                 # its id, unbuilt: the next family's stays the same
+            self.cb.counted(pruned)
+            return True
         args = ", ".join(block.tensors[i].name for i in operands)
         fam = Family(self._new_id(), parent, "block", kind,
                      f"block op {name} = {kind}({args}{_shown(attrs)})", kernel, None,
