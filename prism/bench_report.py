@@ -145,8 +145,17 @@ def _header(doc: Mapping[str, Any]) -> str:
             f"{str(doc['commit'])[:9]}{' (uncommitted changes)' if doc.get('dirty') else ''}, "
             f"{m['cpus']} CPUs ({m['platform']}); device {s['device']}, measure model, "
             f"budget {s['budget_s']:g} s per workload, {caps}"
-            f"{', quick' if s.get('quick') else ''}. Every latency is modeled by the cost "
+            f"{', quick' if s.get('quick') else ''}"
+            f"{_where(s)}. Every latency is modeled by the cost "
             "model (no GPU measured these); the H200 columns model the H100 run's winner.")
+
+
+def _where(settings: Mapping[str, Any]) -> str:
+    name = settings.get("executor") or "local"
+    if name == "local":
+        return ""
+    workers = settings.get("workers")
+    return f", search on {name}" + (f" with {workers} workers" if workers else "")
 
 
 def markdown(doc: Mapping[str, Any]) -> str:
