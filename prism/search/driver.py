@@ -307,11 +307,20 @@ class _Run:
             incumbent = self.final_ids.get(graph, "(a candidate the search's first pass "
                                                   "verified before this cut)")
         numbering = Numbering("f", gen.count, "c", len(res.candidates), parent, incumbent)
-        out = self.session.outcome(task, numbering, left)
+        # Run here, a task starts from the walk's incumbent, as one depth-first search's
+        # subtree would; on workers it started from the best before its cut in the first pass
+        # (a worse one, so it can only prune less: see the module docstring).
+        here = replace(task, incumbent=None if self.ctx.incumbent_us is None else
+                       (self.ctx.incumbent_us, str(self.ctx.incumbent_id)))
+        here_numbering = replace(numbering, incumbent=str(self.ctx.incumbent_id))
+        if self.session.in_place:
+            out = self.session.outcome(here, here_numbering, left)
+        else:
+            out = self.session.outcome(task, numbering, left)
         if out is not None and out.provisional and left is not None and out.generated >= left:
             # it ran with the family budget left at its cut in the first pass; the tasks
-            # before it took some of that: run it again with what is left now
-            out = self.session.run_here(task, numbering, left)
+            # before it took some of that: run it again here with what is left now
+            out = self.session.run_here(here, here_numbering, left)
         if out is None:
             return
         if out.provisional:

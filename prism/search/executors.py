@@ -151,6 +151,7 @@ class Session:
     """One search on an executor: submit the tasks, then take their outcomes in order."""
 
     name = "local"
+    in_place = True             # tasks run when the walk reaches them, from its incumbent
 
     def __init__(self, job: Job, abstract: AbstractTarget, cancel: _Flag | None, workers: int):
         self.job, self.abstract, self.cancel, self.workers = job, abstract, cancel, workers
@@ -199,6 +200,7 @@ class Session:
 
 class ProcessSession(Session):
     name = "processes"
+    in_place = False
 
     def __init__(self, job: Job, abstract: AbstractTarget, cancel: _Flag | None, workers: int):
         super().__init__(job, abstract, cancel, workers)
@@ -288,6 +290,7 @@ def _ray_task(job: Job, task: Task, deadline_wall: float, limit: int | None,
 
 class RaySession(Session):
     name = "ray"
+    in_place = False
 
     def __init__(self, job: Job, abstract: AbstractTarget, cancel: _Flag | None, workers: int,
                  address: str | None):
