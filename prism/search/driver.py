@@ -8,6 +8,15 @@ returns what it found so far (`complete=False`) when one of them stops it.
 
 Branch and bound: a verified candidate's modeled latency (`prism.cost`, at an assignment z3
 found feasible) becomes the incumbent that the `cost_bound` rule compares lower bounds with.
+
+On an executor (`search(..., executor=...)`, `prism.search.executors`) the tree is cut into
+tasks at block graphs of `split_depth` ops. A first pass generates the part above the cuts and
+hands the tasks out; the walk then generates it again and takes each task's outcome at its cut,
+numbering families and candidates as one depth-first search does. A task run in place starts
+from the walk's incumbent; one run on a worker starts from the best found above the cuts before
+it (a worse one, so it prunes a subset), records each family and bound, and the merge replays
+branch and bound with the walk's incumbent (`_bounded`). So the result and the trace are one
+depth-first search's, whatever the executor and the number of workers.
 """
 
 from __future__ import annotations
@@ -32,7 +41,14 @@ from prism.search.abstract import AbstractTarget
 from prism.search.config import SearchConfig
 from prism.search.generate import Callbacks, Generator, Stop
 from prism.search.maps import instantiate
-from prism.search.pruning import Context, Family, Pruned, leaves
+from prism.search.pruning import (
+    Context,
+    Family,
+    Pruned,
+    cost_bound_prune,
+    family_bound_us,
+    leaves,
+)
 from prism.search.state import BlockState, KernelState, Tensor
 from prism.trace import (
     CandidateRejected,
@@ -225,6 +241,13 @@ class TaskOutcome:
     provisional: bool                  # ids still to be numbered by the merge
     seconds: float
     worker: str = ""
+    # On a worker, for the merge to apply branch and bound as one depth-first search would
+    # (with the walk's incumbent, not the worse one the task started from): every family in
+    # order as [id, parent, rule, claim] (id None: counted only), the position of each
+    # candidate among them, and the lower bound of each family that reached `cost_bound`.
+    records: list[list[Any]] = field(default_factory=list)
+    candidate_at: list[int] = field(default_factory=list)
+    bounds: dict[str, float] = field(default_factory=dict)
 
 
 class _Run:
@@ -248,6 +271,7 @@ class _Run:
         self.verdicts: dict[str, Candidate] = first.verdicts if first is not None else {}
         self.final_ids: dict[str, str] = {}      # walk: candidate graph → its id
         self.graph_of: dict[str, str] = {}       # first pass: candidate id → its graph
+        self.recording: TaskOutcome | None = None  # a worker's task: what the merge replays
         self.abstract = abstract or AbstractTarget(target, config.abstract_limits)
         needed = set().union(*(leaves(t) for t in self.abstract.terms)) & set(
             self.abstract.inputs)
@@ -266,6 +290,7 @@ class _Run:
             self.generated, self.pruned, self.complete, self.should_stop, self.observed_prune,
             self.cut if split else None, lambda: not self.tracer.wants_events, self.counted),
             observe)
+        self._rules = self.generator.rules
 
     # -- callbacks ---------------------------------------------------------------------------
 
@@ -308,8 +333,8 @@ class _Run:
                                                   "verified before this cut)")
         numbering = Numbering("f", gen.count, "c", len(res.candidates), parent, incumbent)
         # Run here, a task starts from the walk's incumbent, as one depth-first search's
-        # subtree would; on workers it started from the best before its cut in the first pass
-        # (a worse one, so it can only prune less: see the module docstring).
+        # subtree would; on a worker it started from the best before its cut in the first
+        # pass (a worse one: `_bounded` replays branch and bound with the walk's).
         here = replace(task, incumbent=None if self.ctx.incumbent_us is None else
                        (self.ctx.incumbent_us, str(self.ctx.incumbent_id)))
         here_numbering = replace(numbering, incumbent=str(self.ctx.incumbent_id))
@@ -324,7 +349,8 @@ class _Run:
         if out is None:
             return
         if out.provisional:
-            out = _numbered(out, numbering)
+            out = _numbered(_bounded(out, self.ctx.incumbent_us, self.ctx.incumbent_id,
+                                     self.config.device.name), numbering)
         res.generated += out.generated
         gen.count += out.generated
         res.pruned.update(out.pruned)
@@ -351,16 +377,22 @@ class _Run:
 
     def generated(self, fam: Family) -> None:
         self.result.generated += 1
+        if self.recording is not None:
+            self.recording.records.append([fam.id, fam.parent, None, None])
         if self.tracer.wants_events:    # nobody keeps or hears it: the count is the result
             graph = graph_to_json(fam.graph) if self.config.record_graphs else None
             self.tracer.emit(FamilyGenerated(fam.id, fam.parent, fam.description, graph))
 
-    def counted(self, why: Pruned) -> None:
+    def counted(self, why: Pruned, parent: str | None) -> None:
         """A family generated and pruned that no one sees: its counts only."""
         self.result.generated += 1
+        if self.recording is not None:
+            self.recording.records.append([None, parent, why.rule, why.evidence.get("claim")])
         self._count(why)
 
     def pruned(self, fam: Family, why: Pruned) -> None:
+        if self.recording is not None:      # the family generated last
+            self.recording.records[-1][2:] = [why.rule, why.evidence.get("claim")]
         self._count(why)
         if self.tracer.wants_events:
             self.tracer.emit(FamilyPruned(fam.id, fam.parent, why.rule, why.reason,
@@ -415,6 +447,8 @@ class _Run:
             verdict = seen.verdict
         cand = Candidate(cid, family, member, verdict)
         self.result.candidates.append(cand)
+        if self.recording is not None:
+            self.recording.candidate_at.append(len(self.recording.records))
         if self.split == "collect":
             self.verdicts[key] = cand
             self.graph_of[cid] = key
@@ -473,14 +507,35 @@ class _Run:
         gen.id_prefix, gen.count, gen.seen = numbering.family_prefix, numbering.family_base, set()
         self.ctx.incumbent_us, self.ctx.incumbent_id = (
             (task.incumbent[0], numbering.incumbent) if task.incumbent else (None, None))
-        start = time.perf_counter()
-        with contextlib.suppress(Stop):
-            gen.block_level(task.kernel, task.block, task.kernel_key, numbering.parent)
+        provisional = numbering.family_prefix.startswith("@")
         r = self.result
-        return TaskOutcome(task.index, r.generated, r.pruned, r.set_aside, r.candidates,
-                           r.families, r.notes, self.stop_reason, None,
-                           numbering.family_prefix.startswith("@"),
-                           time.perf_counter() - start)
+        out = TaskOutcome(task.index, 0, r.pruned, r.set_aside, r.candidates, r.families,
+                          r.notes, None, None, provisional, 0.0)
+        self.recording = out if provisional else None
+        gen.rules = tuple((name, self._bound_recorder if name == "cost_bound" and
+                           provisional else rule) for name, rule in self._rules)
+        start = time.perf_counter()
+        try:
+            with contextlib.suppress(Stop):
+                gen.block_level(task.kernel, task.block, task.kernel_key, numbering.parent)
+        finally:
+            self.recording, gen.rules = None, self._rules
+        out.generated, out.stop_reason = r.generated, self.stop_reason
+        out.seconds = time.perf_counter() - start
+        return out
+
+    def _bound_recorder(self, ctx: Context, fam: Family) -> Pruned | None:
+        """`cost_bound` on a worker: the same decision, and the family's bound remembered
+        (computed even without an incumbent: the walk may have one)."""
+        if fam.level not in ("close", "kernel"):
+            return None
+        bound = family_bound_us(fam, self.config.device)
+        assert self.recording is not None
+        self.recording.bounds[fam.id] = bound
+        if ctx.incumbent_us is None:
+            return None
+        return cost_bound_prune(bound, ctx.incumbent_us, ctx.incumbent_id,
+                                self.config.device.name)
 
     def run(self) -> SearchResult:
         inputs = [Tensor(t, self.target.shape(t), leaf(name))
@@ -575,6 +630,94 @@ def _renamed_event(event: Any, name: Callable[[str], str]) -> Any:
 def _renamed_candidate(c: Candidate, name: Callable[[str], str]) -> Candidate:
     return Candidate(name(c.id), name(c.family), replace(c.graph, name=name(c.graph.name)),
                      c.verdict, c.modeled_us, c.assignment)
+
+
+def _bounded(out: TaskOutcome, incumbent_us: float | None, incumbent_id: str | None,
+             device: str) -> TaskOutcome:
+    """A worker's outcome as one depth-first search would have made it: branch and bound
+    replayed with the walk's incumbent (and each better candidate as the task found it). The
+    task started from a worse incumbent, so it pruned a subset of what that search prunes:
+    the families whose bound now exceeds the incumbent are pruned here, what lies below them
+    is dropped (its families, candidates and events), and the ids are closed up."""
+    if not out.bounds:
+        return out
+    inc, inc_id = incumbent_us, incumbent_id
+    bounded: dict[str, tuple[float, float, str | None]] = {}   # family → bound, incumbent
+    gone: set[str] = set()           # families below a bounded one
+    gone_at: set[int] = set()        # their places (a counted-only family has no id)
+    k = 0
+
+    def seen_candidates(upto: int) -> None:
+        nonlocal k, inc, inc_id
+        while k < len(out.candidates) and out.candidate_at[k] <= upto:
+            c = out.candidates[k]
+            k += 1
+            if c.family in gone or c.family in bounded or c.verdict.verdict != "equivalent":
+                continue
+            if c.modeled_us is not None and (inc is None or c.modeled_us < inc):
+                inc, inc_id = c.modeled_us, c.id
+    for j, (fid, parent, _rule, _claim) in enumerate(out.records):
+        seen_candidates(j)
+        if parent in gone or parent in bounded:
+            gone_at.add(j)
+            if fid is not None:
+                gone.add(fid)
+            continue
+        bound = out.bounds.get(fid) if fid is not None else None
+        if bound is not None and inc is not None and bound > inc:
+            bounded[fid] = (bound, inc, inc_id)
+    seen_candidates(len(out.records))
+    if not bounded:          # the walk's incumbent bounds nothing more than the task's did
+        return out
+    families: dict[int, int] = {}      # provisional number → closed-up number
+    pruned: Counter[str] = Counter()
+    set_aside: Counter[str] = Counter()
+    for j, (fid, _parent, rule, claim) in enumerate(out.records):
+        if j in gone_at:
+            continue
+        families[j + 1] = len(families) + 1
+        if fid in bounded:
+            rule, claim = "cost_bound", "not_better"
+        if rule is not None:
+            (set_aside if claim == "unproven" else pruned)[rule] += 1
+    kept = [c for c in out.candidates if c.family not in gone and c.family not in bounded]
+    candidates = {int(c.id[2:]): i + 1 for i, c in enumerate(kept)}
+
+    def closed(m: re.Match[str]) -> str:
+        token = m.group(0)
+        if token.startswith("@f"):
+            return f"@f{families.get(int(token[2:]), 0)}"
+        if token.startswith("@c"):
+            return f"@c{candidates.get(int(token[2:]), 0)}"
+        return token
+
+    def name(text: str) -> str:
+        return _TASK_ID.sub(closed, text)
+    dropped = gone | set(bounded)
+    events = None
+    if out.events is not None:
+        events = []
+        for e in out.events:
+            eid = getattr(e, "id", None)
+            if (isinstance(e, FamilyGenerated | FamilyPruned) and eid in gone) or \
+                    (isinstance(e, FamilyPruned) and eid in bounded) or \
+                    getattr(e, "family", None) in dropped:
+                continue
+            events.append(_renamed_event(e, name))
+            if isinstance(e, FamilyGenerated) and eid in bounded:
+                bound, at, by = bounded[eid]
+                why = cost_bound_prune(bound, at, by, device)
+                assert why is not None
+                events.append(_renamed_event(FamilyPruned(eid, e.parent, why.rule, why.reason,
+                                                          why.evidence), name))
+    return replace(out, generated=len(families), pruned=pruned, set_aside=set_aside,
+                   candidates=[_renamed_candidate(c, name) for c in kept],
+                   families=[CompleteFamily(name(f.id), replace(f.graph,
+                                                                name=name(f.graph.name)))
+                             for f in out.families if f.id not in dropped],
+                   notes=[name(t) for t in out.notes
+                          if not set(_TASK_ID.findall(t)) & dropped],
+                   events=events, records=[], candidate_at=[], bounds={})
 
 
 def _numbered(out: TaskOutcome, n: Numbering) -> TaskOutcome:

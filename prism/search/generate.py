@@ -64,7 +64,7 @@ class Callbacks:
     split: Callable[[KernelState, BlockState, tuple[object, ...], str], None] | None = None
     # when no one keeps or hears events: count a family generated and pruned, nothing built
     quiet: Callable[[], bool] | None = None
-    counted: Callable[[Pruned], None] | None = None
+    counted: Callable[[Pruned, str | None], None] | None = None   # (why, parent)
 
 
 class Generator:
@@ -257,7 +257,7 @@ class Generator:
         if self.cb.quiet is not None and self.cb.counted is not None and self.cb.quiet() \
                 and parent not in self.marked:
             self.count += 1                 # its id, unbuilt: the next family's stays the same
-            self.cb.counted(pruned)
+            self.cb.counted(pruned, parent)
             return True
         args = ", ".join(block.tensors[i].name for i in operands)
         fam = Family(self._new_id(), parent, "block", kind,

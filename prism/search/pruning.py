@@ -235,18 +235,26 @@ def _device_json(ctx: Context) -> dict[str, object]:
 def cost_bound(ctx: Context, fam: Family) -> Pruned | None:
     if fam.level not in ("close", "kernel") or ctx.incumbent_us is None:
         return None
+    return cost_bound_prune(family_bound_us(fam, ctx.config.device), ctx.incumbent_us,
+                            ctx.incumbent_id, ctx.config.device.name)
+
+
+def family_bound_us(fam: Family, device: Any) -> float:
+    """The modeled lower bound of every program of a close or kernel family."""
     from prism.cost import lower_bound_us
-    device = ctx.config.device
-    bound = lower_bound_us(fam.graph, device)
-    if bound <= ctx.incumbent_us:
+    return lower_bound_us(fam.graph, device)
+
+
+def cost_bound_prune(bound: float, incumbent_us: float, incumbent_id: str | None,
+                     device: str) -> Pruned | None:
+    """`cost_bound`'s decision on a family whose programs take ≥ `bound` µs."""
+    if bound <= incumbent_us:
         return None
     return Pruned("cost_bound",
                   f"every program of this family takes ≥ {bound:.2f} µs (modeled, "
-                  f"{device.name}); candidate {ctx.incumbent_id} takes "
-                  f"{ctx.incumbent_us:.2f} µs",
-                  {"lower_bound_us": bound, "incumbent_us": ctx.incumbent_us,
-                   "incumbent": ctx.incumbent_id, "device": device.name,
-                   "claim": "not_better"})
+                  f"{device}); candidate {incumbent_id} takes {incumbent_us:.2f} µs",
+                  {"lower_bound_us": bound, "incumbent_us": incumbent_us,
+                   "incumbent": incumbent_id, "device": device, "claim": "not_better"})
 
 
 RULES: dict[str, Rule] = {

@@ -83,6 +83,27 @@ def test_the_cut_changes_nothing_and_the_trace_is_the_same_everywhere(cases):
         assert runs[name][1] == runs["one walk"][1], name
 
 
+def test_branch_and_bound_prunes_on_workers_what_one_walk_prunes(cases):
+    """A task on a worker starts from a worse incumbent than one depth-first search has at its
+    cut; the merge replays branch and bound with the walk's: the same prunes, candidates and
+    trace (here the rule bites: pre-defined kernel ops after a fused kernel)."""
+    graph = cases.small("rmsnorm_matmul").graph
+    config = cases.reduced("rmsnorm_matmul", kernel_ops=("matmul", "rms_norm"),
+                           max_kernel_ops=2)
+    runs = {}
+    for name, cfg, where in (("one walk", replace(config, split_depth=99), "local"),
+                             ("local", config, "local"),
+                             ("processes", config, Executor("processes", 2))):
+        tracer = Tracer()
+        result = search(graph, cfg, tracer=tracer, executor=where)
+        runs[name] = (outcome(result), events(tracer))
+    walk = runs["one walk"][0]
+    assert walk["summary"]["families"]["pruned"]["cost_bound"] > 0
+    for name in ("local", "processes"):
+        assert runs[name][0] == walk, name
+        assert runs[name][1] == runs["one walk"][1], name
+
+
 def test_a_family_budget_stops_where_one_walk_stops(cases):
     graph = cases.small("rmsnorm_matmul").graph
     full = search(graph, cases.reduced("rmsnorm_matmul"))
