@@ -242,18 +242,22 @@ class ProcessSession(Session):
         """A worker died: every task not finished is queued again on a new pool."""
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._pool = self._new_pool()
-        started = any(f.done() and f.exception() is None for f in self._futures.values())
+        started = any(_succeeded(f) for f in self._futures.values())
         self._lost(index, self._tries, why, "" if started else
                    "no worker finished a task; a script that searches on processes must do so "
                    "under `if __name__ == '__main__':`, since each spawned worker imports the "
                    "main module")
-        for i, fut in self._futures.items():
-            if not (fut.done() and fut.exception() is None):
+        for i, fut in list(self._futures.items()):
+            if not _succeeded(fut):
                 self._submit(i)
 
     def close(self) -> None:
         self._stop.set()
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _succeeded(fut: Future[Any]) -> bool:
+    return fut.done() and not fut.cancelled() and fut.exception() is None
 
 
 class _RayFlag:
@@ -343,8 +347,8 @@ class RaySession(Session):
                 continue
             try:
                 return ray.get(ref)
-            except ray.exceptions.RayTaskError:
-                raise               # our own error in the task: not a lost worker
+            except ray.exceptions.RayTaskError as e:   # raised by the task: not a lost worker
+                raise e.as_instanceof_cause() from None
             except ray.exceptions.RayError as e:
                 self._lost(task.index, self._tries, type(e).__name__)
                 self._submit(task.index)
