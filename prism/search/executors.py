@@ -209,7 +209,7 @@ class ProcessSession(Session):
         self._stop = self._mp.Event()
         self._pool = self._new_pool()
         self._futures: dict[int, Future[TaskOutcome]] = {}
-        self._tasks: dict[int, tuple[Task, int | None]] = {}
+        self._tasks: dict[int, Task] = {}
         self._tries: dict[int, int] = {}
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -218,12 +218,13 @@ class ProcessSession(Session):
 
     def submit(self, tasks: list[Task]) -> None:
         for task in tasks:
-            self._tasks[task.index] = (task, task.limit)
+            self._tasks[task.index] = task
             self._submit(task.index)
 
     def _submit(self, index: int) -> None:
-        task, limit = self._tasks[index]
-        self._futures[index] = self._pool.submit(_pool_task, task, self._wall_deadline(), limit)
+        task = self._tasks[index]
+        self._futures[index] = self._pool.submit(_pool_task, task, self._wall_deadline(),
+                                                 task.limit)
 
     def outcome(self, task: Task, numbering: Numbering, limit: int | None) -> TaskOutcome | None:
         while True:

@@ -53,7 +53,11 @@ def digest(obj: Any) -> str:
 def record(case: str, **where: Any) -> dict[str, Any]:
     """`where`: the executor to search on (`search`'s keyword)."""
     graph, config = config_for(case)
-    result = search(graph, config, **where)
+    return as_recorded(search(graph, config, **where))
+
+
+def as_recorded(result: Any) -> dict[str, Any]:
+    """What `record` keeps of a search's result."""
     summary = result.summary()
     summary.pop("seconds")
     summary.pop("executor", None)       # where it ran, not what it found

@@ -23,7 +23,7 @@ from prism.search.executors import Executor, ExecutorError
 from prism.trace import Tracer
 from prism.trace.events import event_to_json
 
-from .recorded import RECORDED, config_for, record
+from .recorded import RECORDED, as_recorded, config_for, record
 
 QUICK = ("swiglu-program-5ops", "attention-program-5ops")
 
@@ -147,22 +147,7 @@ def test_a_lost_process_worker_is_queued_again():
     assert killed
     assert any("worker was lost" in n and "queued again" in n for n in result.notes)
     result.notes = [n for n in result.notes if "worker was lost" not in n]
-    assert _as_recorded(result) == recorded
-
-
-def _as_recorded(result) -> dict:
-    from prism.ir.serialize import graph_to_json
-
-    from .recorded import digest
-    summary = result.summary()
-    summary.pop("seconds")
-    summary.pop("executor")
-    best = result.best
-    return {"summary": summary,
-            "candidates": [[c.id, c.family, c.verdict.verdict, c.verdict.method,
-                            digest(graph_to_json(c.graph))] for c in result.candidates],
-            "best_modeled_us": None if best is None or best.modeled_us is None
-            else round(best.modeled_us, 6)}
+    assert as_recorded(result) == recorded
 
 
 def test_cancel_and_the_time_budget_reach_every_worker():
@@ -235,7 +220,7 @@ def test_ray_gives_the_local_result_and_survives_a_lost_worker():
             assert any("worker was lost" in n for n in result.notes)
         result.notes = [n for n in result.notes if "worker was lost" not in n]
         recorded = json.loads(Path(RECORDED).read_text())["swiglu-program-5ops"]
-        assert _as_recorded(result) == recorded
+        assert as_recorded(result) == recorded
         assert killed, "no Ray worker was running a task to kill"
     finally:
         ray.shutdown()
