@@ -15,6 +15,7 @@ from prism.cost.model import (
     full_size_flops,
     lower_bound_us,
     modeled,
+    next_kernel_us,
     op_flops,
     roofline_us,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "get_device",
     "lower_bound_us",
     "modeled",
+    "next_kernel_us",
     "op_flops",
     "roofline_us",
 ]

@@ -230,6 +230,16 @@ def lower_bound_us(graph: KernelGraph, device: DeviceSpec) -> float:
                for op in _kernels(graph))
 
 
+def next_kernel_us(written: Sequence[Sequence[int]], device: DeviceSpec) -> float:
+    """A lower bound of what the kernels a partial program still needs add to its latency,
+    when they must write tensors of these shapes (outputs nothing has computed yet): at least
+    one more launch, and each of those tensors written once over HBM bandwidth (`lower_bound_us`
+    counts a kernel's outputs in its bytes; a tensor is written by one kernel)."""
+    if not written:
+        return 0.0
+    return device.launch_us + _memory_us(sum(_bytes(s) for s in written), device.mem_bw_gbps)
+
+
 # -- the model -------------------------------------------------------------------------------------
 
 def modeled(graph: KernelGraph, device: DeviceSpec) -> ModeledCost:

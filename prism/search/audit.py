@@ -29,12 +29,19 @@ from typing import Any
 from prism.cost.devices import DeviceSpec
 from prism.errors import PrismError
 from prism.ir.dims import evaluate
-from prism.ir.graph import KernelGraph
+from prism.ir.graph import KernelGraph, Op
 from prism.ir.ops import OPS, data_dim
 from prism.ir.serialize import graph_to_json
 from prism.ir.spec import problems, substitute_graph
 from prism.search.config import SearchConfig, SearchConfigError
-from prism.search.driver import Candidate, UnsupportedTargetError, _Run, expressible
+from prism.search.driver import (
+    SEED_ID,
+    Candidate,
+    UnsupportedTargetError,
+    _Run,
+    _seed,
+    expressible,
+)
 from prism.trace import Tracer
 
 _MAX_ASSIGNMENTS = 400
@@ -77,6 +84,10 @@ def audit(target: KernelGraph, rule: str, config: SearchConfig | None = None, *,
     run = _Run(target, label or target.name or "target", config, tracer or Tracer(keep=False),
                cancel, observe=rule)
     start = time.perf_counter()
+    seed = _seed(target, run.result.target, config, cancel, run)   # as `search` starts
+    if seed is not None:
+        run.ctx.incumbent_us, run.ctx.incumbent_id = seed.modeled_us, SEED_ID
+        run.result.seed = seed
     result = run.run()
     report = AuditReport(rule, result.target, complete=result.complete)
     prunes = {fam.id: why for fam, why in run.observed}
@@ -125,16 +136,59 @@ def _broken(claim: str, evidence: dict[str, Any], cand: Candidate, config: Searc
 
 
 def _best_latency(graph: KernelGraph, config: SearchConfig) -> float | None:
-    from prism.cost import get_device, modeled
-    device = get_device(config.device)
-    best = None
-    for env in feasible_assignments(graph, config.device):
-        try:
-            latency = modeled(substitute_graph(graph, env), device).latency_us
-        except PrismError:
-            continue
-        best = latency if best is None else min(best, latency)
-    return best
+    found = best_assignment(graph, config.device)
+    return None if found is None else found[0]
+
+
+def best_assignment(graph: KernelGraph, device: DeviceSpec
+                    ) -> tuple[float, dict[str, int]] | None:
+    """The feasible assignment (`feasible_assignments`) of least modeled latency, with that
+    latency; the first such in enumeration order; None when none fits.
+
+    Kernel by kernel where the kernels share no size variable and the kernel tensors have
+    concrete shapes (what the search builds): a kernel's modeled latency, its spec and its
+    limits read only its own sizes, so the best of the whole program is each kernel's best,
+    and two kernels cost the sum of their enumerations instead of the product (the product
+    was cut at `_MAX_ASSIGNMENTS`, so a second kernel was hardly searched). One kernel is
+    enumerated exactly as before. The latency returned is the whole program's, modeled once
+    at the chosen assignment."""
+    from prism.cost import modeled
+    parts = _kernel_parts(graph)
+    env: dict[str, int] = {}
+    for part in parts:
+        best: tuple[float, dict[str, int]] | None = None
+        for candidate in feasible_assignments(part, device):
+            try:
+                latency = modeled(substitute_graph(part, candidate), device).latency_us
+            except PrismError:
+                continue
+            if best is None or latency < best[0]:
+                best = (latency, candidate)
+        if best is None:
+            return None
+        if parts == [graph]:
+            return best
+        env.update(best[1])
+    return modeled(substitute_graph(graph, env), device).latency_us, env
+
+
+def _kernel_parts(graph: KernelGraph) -> list[KernelGraph]:
+    """The graph as one program per custom kernel that has size variables (its inputs, the
+    kernel, its outputs), or the graph itself when its sizes cannot be chosen kernel by
+    kernel (a kernel tensor with a symbolic shape, a variable in two kernels)."""
+    blocks = [(op, bg) for op, bg in graph.iter_blocks() if bg.free_vars()]
+    names = [bg.free_vars() for _, bg in blocks]
+    shared = sum(len(n) for n in names) != len(frozenset().union(*names)) if names else False
+    if len(blocks) < 2 or shared or any(d.free_vars() for _, s in graph.tensors for d in s):
+        return [graph]
+    shapes = graph.shapes
+    parts = []
+    for op, _ in blocks:
+        ops = [Op.make("input", (), (t,)) for t in op.inputs]
+        ops += [op, *(Op.make("output", (t,)) for t in op.outputs)]
+        tensors = tuple((t, shapes[t]) for t in (*op.inputs, *op.outputs))
+        parts.append(KernelGraph(tuple(ops), tensors, graph.name))
+    return parts
 
 
 def feasible_assignments(graph: KernelGraph, device: DeviceSpec) -> list[dict[str, int]]:

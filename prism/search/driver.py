@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import json
 import re
 import threading
@@ -40,7 +41,7 @@ from prism.ir.spec import substitute_graph
 from prism.search.abstract import AbstractTarget
 from prism.search.config import SearchConfig
 from prism.search.generate import Callbacks, Generator, Stop
-from prism.search.maps import instantiate
+from prism.search.maps import instantiate, kernel_members, kernel_program, unsplit, with_blocks
 from prism.search.pruning import (
     Context,
     Family,
@@ -109,6 +110,8 @@ def _public_verdict(v: str) -> str:
 class CompleteFamily:
     id: str
     graph: KernelGraph                  # symbolic maps, grid and loop
+    # several kernels, verified kernel by kernel: what was left out, and why (counts)
+    by_kernel: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass
@@ -125,6 +128,7 @@ class SearchResult:
     families: list[CompleteFamily] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)     # limits the search hit, said aloud
     executor: dict[str, Any] = field(default_factory=dict)   # where its tasks ran
+    seed: Candidate | None = None       # branch and bound's first incumbent (`_seed`)
 
     @property
     def kept(self) -> int:
@@ -135,7 +139,7 @@ class SearchResult:
         """Every family was generated and every one not kept was pruned with a proven claim,
         and every member of every complete family was verified."""
         return self.complete and not self.set_aside and not any(
-            "map instantiation stopped" in n for n in self.notes)
+            "were not verified" in n for n in self.notes)
 
     @property
     def equivalent(self) -> list[Candidate]:
@@ -160,8 +164,20 @@ class SearchResult:
                                 else {})},
                 "verdicts": dict(verdicts),
                 "best": self.best.id if self.best else None,
+                **({"by_kernel": dict(by_kernel)} if (by_kernel := sum(
+                    (f.by_kernel for f in self.families), Counter())) else {}),
                 **({"notes": self.notes} if self.notes else {}),
-                **({"executor": self.executor} if self.executor else {})}
+                **({"executor": self.executor} if self.executor else {}),
+                **({"seed": self._seed_json()} if self.seed is not None else {})}
+
+    def _seed_json(self) -> dict[str, Any]:
+        assert self.seed is not None
+        same = json.dumps(graph_to_json(replace(self.seed.graph, name="")), sort_keys=True)
+        again = next((c.id for c in self.equivalent if c.modeled_us == self.seed.modeled_us
+                      and json.dumps(graph_to_json(
+            replace(c.graph, name="")), sort_keys=True) == same), None)
+        return {"id": self.seed.id, "modeled_us": round(self.seed.modeled_us or 0.0, 4),
+                "found_again_as": again}
 
     def to_json(self) -> dict[str, Any]:
         out = self.summary()
@@ -272,6 +288,9 @@ class _Run:
         self.final_ids: dict[str, str] = {}      # walk: candidate graph → its id
         self.graph_of: dict[str, str] = {}       # first pass: candidate id → its graph
         self.recording: TaskOutcome | None = None  # a worker's task: what the merge replays
+        # several kernels, kernel by kernel: each kernel program's verdict and best assignment
+        # once per search (the same kernel ends many families), by the program's JSON
+        self.kernel_checks: dict[str, tuple[Verdict, tuple[float, dict[str, int]] | None]] = {}
         self.abstract = abstract or AbstractTarget(target, config.abstract_limits)
         needed = set().union(*(leaves(t) for t in self.abstract.terms)) & set(
             self.abstract.inputs)
@@ -329,8 +348,8 @@ class _Run:
         if task.incumbent is not None:
             assert self.first is not None
             graph = self.first.graph_of.get(task.incumbent[1], "")
-            incumbent = self.final_ids.get(graph, "(a candidate the search's first pass "
-                                                  "verified before this cut)")
+            incumbent = SEED_ID if task.incumbent[1] == SEED_ID else self.final_ids.get(
+                graph, "(a candidate the search's first pass verified before this cut)")
         numbering = Numbering("f", gen.count, "c", len(res.candidates), parent, incumbent)
         # Run here, a task starts from the walk's incumbent, as one depth-first search's
         # subtree would; on a worker it started from the best before its cut in the first
@@ -418,20 +437,122 @@ class _Run:
         graph = kernel.graph(outputs, name=f"{self.result.target}.{fam.parent}")
         family = CompleteFamily(fam.parent or "root", graph)
         self.result.families.append(family)
-        found: list[Candidate] = []
-        for member in instantiate(graph, kernel.equalities, limit=MAP_LIMIT):
-            if self.should_stop():
-                raise Stop
-            cand = self.check(member, family.id)
-            found.append(cand)
-        if len(found) >= MAP_LIMIT:
-            self.note(f"family {family.id}: map instantiation stopped at "
-                                     f"{MAP_LIMIT} members; some were not verified")
+        found = self._by_kernel(graph, family, kernel.equalities)
+        if found is None:
+            found = []
+            for member in instantiate(graph, kernel.equalities, limit=MAP_LIMIT):
+                if self.should_stop():
+                    raise Stop
+                found.append(self.check(member, family.id))
+            if len(found) >= MAP_LIMIT:
+                self.note(f"family {family.id}: map instantiation stopped at {MAP_LIMIT} "
+                          "members; some were not verified")
         origin = self.generator.marked.get(fam.parent or "")
         if origin is not None:
             self.under += [(origin, c) for c in found]
 
-    def check(self, member: KernelGraph, family: str, refute_first: bool = True) -> Candidate:
+    def _by_kernel(self, graph: KernelGraph, family: CompleteFamily, equalities: Any
+                   ) -> list[Candidate] | None:
+        """A family of several custom kernels, verified kernel by kernel; None where that
+        does not apply (fewer than two custom kernels; a kernel that cannot be unsplit; an
+        unsplit program the verifier cannot decide), and the members are verified whole.
+
+        Kernel tensors hold what their abstract expressions say (the search space: no
+        program passes a tensor between kernels in another layout). So a member is the
+        target's program iff each of its kernels computes its kernel tensor, i.e. equals that
+        kernel unsplit (`maps.unsplit`: one block, one iteration, which computes the abstract
+        expression), and the program of unsplit kernels equals the target. That program is
+        proved once; each kernel's members are proved against their kernel unsplit, once per
+        search; every combination of proved kernels is then proved by substitution of equals.
+        This turns the product of the kernels' map choices into their sum. A kernel member
+        refuted against its kernel unsplit computes another tensor: no program of the space,
+        and the combinations with it are not built (counted in the notes)."""
+        from prism.cost import modeled
+        customs = [i for i, op in enumerate(graph.ops) if op.kind == "customized"]
+        if len(customs) < 2 or any(d.free_vars() for _, sh in graph.tensors for d in sh):
+            return None
+        plain = [unsplit(graph, i) for i in customs]
+        if any(b is None for b in plain):
+            return None
+        whole = with_blocks(graph, {i: b for i, b in zip(customs, plain, strict=True)
+                                    if b is not None})
+        lim = self.config.verify_limits
+        overall = verify(self.target, whole, Limits(lim.iterations, lim.nodes),
+                         refute_first=True)
+        if overall.verdict == "unknown":
+            return None
+        if overall.verdict != "equivalent":
+            family.by_kernel["unsplit_refuted"] += 1   # so none of its members is
+            return []
+        choices: list[list[tuple[Any, str, Verdict, Any]]] = []
+        for i, block in zip(customs, plain, strict=True):
+            reference = kernel_program(graph, i, block)
+            proved = []
+            for member in kernel_members(graph, i, equalities, MAP_LIMIT):
+                if self.should_stop():
+                    raise Stop
+                verdict, best = self._kernel_check(reference, kernel_program(graph, i, member))
+                if verdict.verdict == "equivalent":
+                    proved.append((member, graph.ops[i].outputs[0], verdict, best))
+                    family.by_kernel["kernel_choices_proved"] += 1
+                elif verdict.verdict == "unknown":
+                    self.note(f"family {family.id}: a map choice of kernel "
+                              f"{graph.ops[i].outputs[0]} is undecided against the kernel "
+                              "unsplit; the combinations with it were not verified")
+                else:
+                    family.by_kernel["kernel_choices_refuted"] += 1   # not built into programs
+            if not proved:
+                return []
+            # best first (a kernel's latency and fit read only its sizes), so the first
+            # combination is the family's best
+            proved.sort(key=lambda p: (p[3] is None, p[3][0] if p[3] else 0.0))
+            choices.append(proved)
+        total = 1
+        for c in choices:
+            total *= len(c)
+        if total > MAP_LIMIT:
+            self.note(f"family {family.id}: {total} combinations of proved kernels, all "
+                      f"equivalent; the first {MAP_LIMIT} (the best first) are listed")
+        found = []
+        for combo in itertools.islice(itertools.product(*choices), MAP_LIMIT):
+            if self.should_stop():
+                raise Stop
+            member = with_blocks(graph, {i: c[0] for i, c in zip(customs, combo, strict=True)})
+            verdict = Verdict("equivalent", "e-graph, kernel by kernel",
+                              overall.seconds + sum(c[2].seconds for c in combo),
+                              steps=overall.steps, report=overall.report,
+                              sizes="symbolic" if all(c[2].sizes == "symbolic" for c in combo)
+                              else "concrete",
+                              parts=tuple((c[1], c[2]) for c in combo))
+            best = None
+            if all(c[3] is not None for c in combo):
+                env = {k: v for c in combo for k, v in c[3][1].items()}
+                best = (modeled(substitute_graph(member, env), self.config.device).latency_us,
+                        env)
+            found.append(self.check(member, family.id, verdict=verdict, best=(best,)))
+        return found
+
+    def _kernel_check(self, reference: KernelGraph, program: KernelGraph
+                      ) -> tuple[Verdict, tuple[float, dict[str, int]] | None]:
+        """A kernel program's verdict against the kernel unsplit, and its best assignment."""
+        from prism.search.audit import best_assignment
+        key = json.dumps([graph_to_json(replace(reference, name="")),
+                          graph_to_json(replace(program, name=""))], sort_keys=True)
+        hit = self.kernel_checks.get(key)
+        if hit is None:
+            lim = self.config.verify_limits
+            verdict = verify(reference, program, Limits(lim.iterations, lim.nodes),
+                             refute_first=True)
+            best = best_assignment(program, self.config.device) \
+                if verdict.verdict == "equivalent" else None
+            hit = self.kernel_checks[key] = (verdict, best)
+        return hit
+
+    def check(self, member: KernelGraph, family: str, refute_first: bool = True, *,
+              verdict: Verdict | None = None,
+              best: tuple[tuple[float, dict[str, int]] | None] | None = None) -> Candidate:
+        """Verify a member (or take the `verdict` already shown for it, and its `best`
+        assignment as a 1-tuple) and record it as a candidate."""
         cid = f"{self.cid_prefix}{self.cid_base + len(self.result.candidates) + 1}"
         key = json.dumps(graph_to_json(replace(member, name="")), sort_keys=True) \
             if self.split else ""
@@ -441,8 +562,9 @@ class _Run:
             # Counts only (iterations, nodes): a verdict never depends on how busy the machine
             # is.
             lim = self.config.verify_limits
-            verdict = verify(self.target, member, Limits(lim.iterations, lim.nodes),
-                             refute_first=refute_first)
+            if verdict is None:
+                verdict = verify(self.target, member, Limits(lim.iterations, lim.nodes),
+                                 refute_first=refute_first)
         else:
             verdict = seen.verdict
         cand = Candidate(cid, family, member, verdict)
@@ -461,7 +583,7 @@ class _Run:
                                                     cand.modeled_us < self.ctx.incumbent_us):
                     self.ctx.incumbent_us, self.ctx.incumbent_id = cand.modeled_us, cand.id
             else:
-                self._model(cand)
+                self._model(cand, *(best or ()))
             self.tracer.emit(CandidateVerified(cid, family, verdict.to_json(), verdict.method,
                                                graph_to_json(member)))
         elif verdict.verdict in ("not_equivalent", "invalid"):
@@ -472,21 +594,13 @@ class _Run:
             self.tracer.emit(CandidateUndecided(cid, family, verdict.reason, verdict.method))
         return cand
 
-    def _model(self, cand: Candidate) -> None:
+    def _model(self, cand: Candidate, *given: tuple[float, dict[str, int]] | None) -> None:
         """The candidate's modeled latency at its best assignment that fits the device (sizes
         over powers of two, the audit's enumeration, evaluated on the concrete tiles): the
         incumbent of branch and bound. Not z3's model, which is any fitting assignment and
         may differ from call to call; the best enumerated one is a function of the graph."""
-        from prism.cost import modeled
-        from prism.search.audit import feasible_assignments
-        best: tuple[float, dict[str, int]] | None = None
-        for env in feasible_assignments(cand.graph, self.config.device):
-            try:
-                latency = modeled(substitute_graph(cand.graph, env), self.config.device).latency_us
-            except PrismError:
-                continue
-            if best is None or latency < best[0]:
-                best = (latency, env)
+        from prism.search.audit import best_assignment
+        best = given[0] if given else best_assignment(cand.graph, self.config.device)
         if best is None:
             return
         cand.modeled_us, cand.assignment = best
@@ -529,7 +643,7 @@ class _Run:
         (computed even without an incumbent: the walk may have one)."""
         if fam.level not in ("close", "kernel"):
             return None
-        bound = family_bound_us(fam, self.config.device)
+        bound = family_bound_us(fam, ctx)
         assert self.recording is not None
         self.recording.bounds[fam.id] = bound
         if ctx.incumbent_us is None:
@@ -582,12 +696,18 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
             session.start(tracer, first.deadline)
             inputs = [Tensor(t, target.shape(t), leaf(name)) for t, name in
                       zip(target.inputs, first.abstract.inputs, strict=True)]
+            seed = _seed(target, label, config, cancel, first)
+            if seed is not None:
+                first.ctx.incumbent_us, first.ctx.incumbent_id = seed.modeled_us, SEED_ID
             with contextlib.suppress(Stop):
                 first.generator.run(inputs)
             session.submit(list(first.tasks.values()))
             walk = _Run(target, label, config, tracer, cancel, abstract=first.abstract,
                         split="absorb", session=session, first=first)
             walk.start, walk.deadline = first.start, first.deadline
+            if seed is not None:
+                walk.ctx.incumbent_us, walk.ctx.incumbent_id = seed.modeled_us, SEED_ID
+                walk.result.seed = seed
             with contextlib.suppress(Stop):
                 walk.generator.run(inputs)
             result = walk.result
@@ -602,6 +722,44 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
         session.close()
     tracer.emit(SearchFinished(result.summary()))
     return result
+
+
+SEED_ID = "s1"
+SEED_FAMILIES = 20_000     # the seed's family budget: a count, so the seed is the same on any
+                           # machine, and the search's result with it
+
+
+def _seed(target: KernelGraph, label: str, config: SearchConfig, cancel: _Flag | None,
+          first: _Run) -> Candidate | None:
+    """Branch and bound's first incumbent, for a search that may build several kernels: the
+    best member of the first complete family with an equivalent member in the search of one
+    custom kernel (no kernel ops), within `SEED_FAMILIES` families. A one-kernel program
+    found early makes `cost_bound` prune every first kernel that is not the whole program
+    (it costs a launch more: `family_bound_us`), instead of the search building the product
+    of two kernels' trees before it reaches the one-kernel programs. The seed is a verified
+    program; it is named `s1` in the prunes it makes and in the result's `seed`, and the
+    search meets it again in its one-kernel part under its own candidate id. None where the
+    search builds one kernel only, or nothing was found."""
+    if config.max_custom_kernels < 2 and not config.kernel_ops:
+        return None
+    one = replace(config, max_custom_kernels=1, kernel_ops=(), max_families=SEED_FAMILIES)
+    run = _Run(target, label, one, Tracer(keep=False), cancel, abstract=first.abstract)
+    run.start, run.deadline = first.start, first.deadline
+    finish = run.complete
+
+    def complete(fam: Family, outputs: tuple[int, ...]) -> None:
+        finish(fam, outputs)
+        if any(c.modeled_us is not None for c in run.result.equivalent):
+            raise Stop
+    run.generator.cb.complete = complete
+    inputs = [Tensor(t, target.shape(t), leaf(name))
+              for t, name in zip(target.inputs, first.abstract.inputs, strict=True)]
+    with contextlib.suppress(Stop):
+        run.generator.run(inputs)
+    best = run.result.best
+    if best is None or best.modeled_us is None:
+        return None
+    return replace(best, id=SEED_ID, graph=replace(best.graph, name=f"{label}.{SEED_ID}"))
 
 
 _TASK_ID = re.compile(r"@(?:f\d+|c\d+|parent|inc)(?!\w)")
@@ -713,7 +871,8 @@ def _bounded(out: TaskOutcome, incumbent_us: float | None, incumbent_id: str | N
     return replace(out, generated=len(families), pruned=pruned, set_aside=set_aside,
                    candidates=[_renamed_candidate(c, name) for c in kept],
                    families=[CompleteFamily(name(f.id), replace(f.graph,
-                                                                name=name(f.graph.name)))
+                                                                name=name(f.graph.name)),
+                                            f.by_kernel)
                              for f in out.families if f.id not in dropped],
                    notes=[name(t) for t in out.notes
                           if not set(_TASK_ID.findall(t)) & dropped],
@@ -737,7 +896,8 @@ def _numbered(out: TaskOutcome, n: Numbering) -> TaskOutcome:
     return replace(out, provisional=False,
                    candidates=[_renamed_candidate(c, name) for c in out.candidates],
                    families=[CompleteFamily(name(f.id), replace(f.graph,
-                                                                name=name(f.graph.name)))
+                                                                name=name(f.graph.name)),
+                                            f.by_kernel)
                              for f in out.families],
                    notes=[name(t) for t in out.notes],
                    events=None if out.events is None else

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from prism.errors import PrismError
 from prism.ir.dims import Dim, const, mul
-from prism.ir.graph import BlockGraph, KernelGraph, Map, output_data_shape
+from prism.ir.graph import BlockGraph, KernelGraph, Map, Op, output_data_shape
 from prism.ir.infer import infer_shapes
 from prism.ir.ops import bit_names, infer_shape
 from prism.search.state import Equality
@@ -134,6 +134,72 @@ def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
         loop = bg.forloop_range if loop_used else const(1)
         for omaps in _omaps(bg, picked, sources, outputs, grid, loop):
             yield _rebuilt(bg, picked, omaps, grid, loop, sources)
+
+
+def kernel_program(graph: KernelGraph, index: int, block: BlockGraph | None = None
+                   ) -> KernelGraph:
+    """Custom kernel `graph.ops[index]` as a program of its own: its inputs, the kernel (with
+    `block` in place of its block graph, when given), its outputs."""
+    op = graph.ops[index]
+    if block is not None:
+        op = replace(op, block=block)
+    shapes = graph.shapes
+    ops = (*(Op.make("input", (), (t,)) for t in op.inputs), op,
+           *(Op.make("output", (t,)) for t in op.outputs))
+    tensors = tuple((t, shapes[t]) for t in (*op.inputs, *op.outputs))
+    return KernelGraph(ops, tensors, f"{graph.name}.{op.outputs[0]}")
+
+
+def with_blocks(graph: KernelGraph, blocks: dict[int, BlockGraph]) -> KernelGraph:
+    """`graph` with the block graphs of the custom kernels at these op positions replaced,
+    shapes re-inferred."""
+    ops = tuple(replace(op, block=blocks[i]) if i in blocks else op
+                for i, op in enumerate(graph.ops))
+    return infer_shapes(replace(graph, ops=ops))
+
+
+def kernel_members(graph: KernelGraph, index: int, equalities: Sequence[Equality],
+                   limit: int = 512) -> Iterator[BlockGraph]:
+    """The concrete-map members of one custom kernel of a complete family, on its own (what
+    `instantiate` makes of that kernel, each a well-formed program of that kernel alone),
+    de-duplicated, at most `limit`."""
+    op = graph.ops[index]
+    assert op.block is not None
+    seen: set[str] = set()
+    for block in _block_maps(op.block, [graph.shape(t) for t in op.inputs],
+                             [graph.shape(t) for t in op.outputs], list(equalities)):
+        try:
+            program = infer_shapes(kernel_program(graph, index, block))
+        except PrismError:
+            continue
+        key = repr(program.to_json())
+        if key in seen:
+            continue
+        seen.add(key)
+        yield program.ops[len(op.inputs)].block  # type: ignore[misc]
+        if len(seen) >= limit:
+            return
+
+
+def unsplit(graph: KernelGraph, index: int) -> BlockGraph | None:
+    """A custom kernel's trivial instantiation: no input split by the grid or walked by the
+    loop, one block, one iteration. Its program computes the kernel's abstract expression
+    (`prism.search.abstract`), whatever maps a member has; None if the kernel cannot be
+    written so (no output map stores its tile)."""
+    op = graph.ops[index]
+    assert op.block is not None
+    bg = op.block
+    picked: list[MapChoice] = [((-1,), -1) for _ in bg.input_ops]
+    sources = [graph.shape(t) for t in op.inputs]
+    grid, loop = (const(1),), const(1)
+    for omaps in _omaps(bg, picked, sources, [graph.shape(t) for t in op.outputs], grid, loop):
+        try:
+            block = _rebuilt(bg, picked, omaps, grid, loop, sources)
+            infer_shapes(kernel_program(graph, index, block))
+        except PrismError:
+            return None
+        return block
+    return None
 
 
 @dataclass(frozen=True)

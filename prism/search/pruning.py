@@ -235,14 +235,23 @@ def _device_json(ctx: Context) -> dict[str, object]:
 def cost_bound(ctx: Context, fam: Family) -> Pruned | None:
     if fam.level not in ("close", "kernel") or ctx.incumbent_us is None:
         return None
-    return cost_bound_prune(family_bound_us(fam, ctx.config.device), ctx.incumbent_us,
+    return cost_bound_prune(family_bound_us(fam, ctx), ctx.incumbent_us,
                             ctx.incumbent_id, ctx.config.device.name)
 
 
-def family_bound_us(fam: Family, device: Any) -> float:
-    """The modeled lower bound of every program of a close or kernel family."""
-    from prism.cost import lower_bound_us
-    return lower_bound_us(fam.graph, device)
+def family_bound_us(fam: Family, ctx: Context) -> float:
+    """The modeled lower bound of every program of a close or kernel family: its kernels'
+    (`lower_bound_us`), and, while some target output is computed by none of them, the kernel
+    that must still write it (`next_kernel_us`). The second term is what makes the rule bite
+    in a search of several kernels: a first kernel that is not the whole program costs a
+    launch more than any one-kernel program."""
+    from prism.cost import lower_bound_us, next_kernel_us
+    device = ctx.config.device
+    kernel = fam.kernel
+    done = {ctx.output_index(t) for t in kernel.tensors[kernel.num_inputs:]}
+    missing = [tuple(d.value for d in shape)
+               for i, shape in enumerate(ctx.target.output_shapes) if i not in done]
+    return lower_bound_us(fam.graph, device) + next_kernel_us(missing, device)
 
 
 def cost_bound_prune(bound: float, incumbent_us: float, incumbent_id: str | None,

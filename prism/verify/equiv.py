@@ -57,10 +57,14 @@ class Verdict:
     report: str = ""
     sizes: str = ""        # a proof's grid and loop sizes: "symbolic" (every size) or "concrete"
     egraph_view: dict[str, Any] | None = None   # the e-graph around the first output's class
+    # A program of several custom kernels proved kernel by kernel (`prism.search.driver`):
+    # `steps` prove the target equal to its unsplit program, and each part proves one kernel
+    # equal to that kernel unsplit, as (the kernel tensor it stores, its verdict).
+    parts: tuple[tuple[str, Verdict], ...] = ()
 
     @property
     def proof_steps(self) -> int:
-        return sum(len(s) for s in self.steps)
+        return sum(len(s) for s in self.steps) + sum(v.proof_steps for _, v in self.parts)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"verdict": self.verdict, "method": self.method,
@@ -76,6 +80,8 @@ class Verdict:
             out["egraph"] = self.report
         if self.egraph_view:
             out["egraph_view"] = self.egraph_view
+        if self.parts:
+            out["by_kernel"] = [{"kernel": name, **v.to_json()} for name, v in self.parts]
         return out
 
 
