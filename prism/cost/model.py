@@ -237,7 +237,8 @@ def next_kernel_us(written: Sequence[Sequence[int]], device: DeviceSpec) -> floa
     counts a kernel's outputs in its bytes; a tensor is written by one kernel)."""
     if not written:
         return 0.0
-    return device.launch_us + _memory_us(sum(_bytes(s) for s in written), device.mem_bw_gbps)
+    return device.launch_us + _memory_us(sum(_bytes(tuple(s)) for s in written),
+                                         device.mem_bw_gbps)
 
 
 # -- the model -------------------------------------------------------------------------------------

@@ -488,12 +488,12 @@ class _Run:
         for i, block in zip(customs, plain, strict=True):
             reference = kernel_program(graph, i, block)
             proved = []
-            for member in kernel_members(graph, i, equalities, MAP_LIMIT):
+            for choice in kernel_members(graph, i, equalities, MAP_LIMIT):
                 if self.should_stop():
                     raise Stop
-                verdict, best = self._kernel_check(reference, kernel_program(graph, i, member))
+                verdict, best = self._kernel_check(reference, kernel_program(graph, i, choice))
                 if verdict.verdict == "equivalent":
-                    proved.append((member, graph.ops[i].outputs[0], verdict, best))
+                    proved.append((choice, graph.ops[i].outputs[0], verdict, best))
                     family.by_kernel["kernel_choices_proved"] += 1
                 elif verdict.verdict == "unknown":
                     self.note(f"family {family.id}: a map choice of kernel "
