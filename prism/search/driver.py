@@ -34,14 +34,22 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from prism.errors import PrismError
-from prism.ir.graph import KernelGraph
+from prism.ir.graph import BlockGraph, KernelGraph
 from prism.ir.ops import OPS
 from prism.ir.serialize import graph_to_json
 from prism.ir.spec import substitute_graph
 from prism.search.abstract import AbstractTarget
 from prism.search.config import SearchConfig
 from prism.search.generate import Callbacks, Generator, Stop
-from prism.search.maps import instantiate, kernel_members, kernel_program, unsplit, with_blocks
+from prism.search.maps import (
+    block_bits,
+    free_bits,
+    instantiate,
+    kernel_members,
+    kernel_program,
+    unsplit,
+    with_blocks,
+)
 from prism.search.pruning import (
     Context,
     Family,
@@ -291,6 +299,7 @@ class _Run:
         # several kernels, kernel by kernel: each kernel program's verdict and best assignment
         # once per search (the same kernel ends many families), by the program's JSON
         self.kernel_checks: dict[str, tuple[Verdict, tuple[float, dict[str, int]] | None]] = {}
+        self.kernel_members: dict[str, list[BlockGraph]] = {}
         self.abstract = abstract or AbstractTarget(target, config.abstract_limits)
         needed = set().union(*(leaves(t) for t in self.abstract.terms)) & set(
             self.abstract.inputs)
@@ -488,7 +497,7 @@ class _Run:
         for i, block in zip(customs, plain, strict=True):
             reference = kernel_program(graph, i, block)
             proved = []
-            for choice in kernel_members(graph, i, equalities, MAP_LIMIT):
+            for choice in self._kernel_choices(graph, i, equalities):
                 if self.should_stop():
                     raise Stop
                 verdict, best = self._kernel_check(reference, kernel_program(graph, i, choice))
@@ -531,6 +540,22 @@ class _Run:
                         env)
             found.append(self.check(member, family.id, verdict=verdict, best=(best,)))
         return found
+
+    def _kernel_choices(self, graph: KernelGraph, index: int, equalities: Any
+                        ) -> list[BlockGraph]:
+        """`maps.kernel_members` of one kernel, once per search for each kernel (the same
+        first kernel ends many families)."""
+        block = graph.ops[index].block
+        assert block is not None
+        bits = block_bits(block)
+        mine = [e for e in equalities if free_bits(e) & bits]
+        key = json.dumps([graph_to_json(replace(kernel_program(graph, index), name="")),
+                          [[str(e.a), str(e.b)] for e in mine]], sort_keys=True)
+        hit = self.kernel_members.get(key)
+        if hit is None:
+            hit = self.kernel_members[key] = list(kernel_members(graph, index, mine,
+                                                                 MAP_LIMIT))
+        return hit
 
     def _kernel_check(self, reference: KernelGraph, program: KernelGraph
                       ) -> tuple[Verdict, tuple[float, dict[str, int]] | None]:
@@ -725,15 +750,17 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
 
 
 SEED_ID = "s1"
-SEED_FAMILIES = 20_000     # the seed's family budget: a count, so the seed is the same on any
-                           # machine, and the search's result with it
+# The seed's budgets: counts, so the seed is the same on any machine, and the search's result
+# with it: families generated, and candidates verified.
+SEED_FAMILIES, SEED_CANDIDATES = 20_000, 64
 
 
 def _seed(target: KernelGraph, label: str, config: SearchConfig, cancel: _Flag | None,
           first: _Run) -> Candidate | None:
     """Branch and bound's first incumbent, for a search that may build several kernels: the
     best member of the first complete family with an equivalent member in the search of one
-    custom kernel (no kernel ops), within `SEED_FAMILIES` families. A one-kernel program
+    custom kernel (no kernel ops), within `SEED_FAMILIES` families and `SEED_CANDIDATES`
+    candidates. A one-kernel program
     found early makes `cost_bound` prune every first kernel that is not the whole program
     (it costs a launch more: `family_bound_us`), instead of the search building the product
     of two kernels' trees before it reaches the one-kernel programs. The seed is a verified
@@ -752,6 +779,11 @@ def _seed(target: KernelGraph, label: str, config: SearchConfig, cancel: _Flag |
         if any(c.modeled_us is not None for c in run.result.equivalent):
             raise Stop
     run.generator.cb.complete = complete
+    limited = run.should_stop
+
+    def should_stop() -> bool:
+        return limited() or len(run.result.candidates) >= SEED_CANDIDATES
+    run.should_stop = run.generator.cb.should_stop = should_stop  # type: ignore[method-assign]
     inputs = [Tensor(t, target.shape(t), leaf(name))
               for t, name in zip(target.inputs, first.abstract.inputs, strict=True)]
     with contextlib.suppress(Stop):

@@ -99,7 +99,7 @@ def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
     inputs = bg.input_ops
     k = len(bg.grid)
     env: dict[str, int] = {}
-    mine = [_Split.of(e) for e in equalities if _free_bits(e) & _block_bits(bg)]
+    mine = [_Split.of(e) for e in equalities if free_bits(e) & block_bits(bg)]
 
     def consistent() -> bool:
         return all(e.holds(env) for e in mine)
@@ -215,7 +215,7 @@ class _Split:
 
     @staticmethod
     def of(e: Equality) -> _Split:
-        return _Split(_slots(e.a), _slots(e.b), frozenset(_free_bits(e)))
+        return _Split(_slots(e.a), _slots(e.b), frozenset(free_bits(e)))
 
     def holds(self, env: dict[str, int]) -> bool:
         if not self.bits <= env.keys():
@@ -237,7 +237,7 @@ def _slots(d: Dim) -> dict[str, str]:
     return out
 
 
-def _block_bits(bg: BlockGraph) -> set[str]:
+def block_bits(bg: BlockGraph) -> set[str]:
     out: set[str] = set()
     for op in bg.ops:
         for key in ("imap", "fmap", "omap"):
@@ -249,7 +249,7 @@ def _block_bits(bg: BlockGraph) -> set[str]:
     return out
 
 
-def _free_bits(e: Equality) -> set[str]:
+def free_bits(e: Equality) -> set[str]:
     return set(bit_names(e.a) | bit_names(e.b))
 
 
