@@ -415,6 +415,18 @@ def _print_search(doc: dict[str, Any]) -> None:
     ex = doc.get("executor")
     if ex and ex.get("name") != "local":
         print(f"  on {ex['name']}: {ex['workers']} worker(s), {ex['tasks']} tasks")
+    seed = doc.get("seed")
+    if seed:
+        again = f", found again as {seed['found_again_as']}" if seed["found_again_as"] else ""
+        print(f"  branch and bound started from {seed['id']}, a one-kernel program modeled at "
+              f"{seed['modeled_us']:.2f} µs{again}")
+    tally = doc.get("by_kernel")
+    if tally:
+        print(f"  several kernels, proved kernel by kernel: "
+              f"{tally.get('kernel_choices_proved', 0)} kernel map choices proved, "
+              f"{tally.get('kernel_choices_refuted', 0)} refuted against their kernel unsplit "
+              f"(not built into programs), {tally.get('unsplit_refuted', 0)} families whose "
+              "unsplit program is not the target")
     for note in doc.get("notes", []):
         print(f"  note: {note}")
     for c in doc["candidates"]:
