@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import prism
+from prism.cli import main
 from prism.cost import get_device, modeled
 from prism.ir.interpret import interpret
 from prism.ir.serialize import graph_to_json
@@ -127,3 +128,35 @@ def test_a_search_of_one_kernel_has_no_seed():
 def test_several_kernels_give_the_same_result_on_processes(seeded):
     again = search(mlp.graph, SEEDED, executor=Executor("processes", 2))
     assert as_recorded(again) == as_recorded(seeded)
+
+
+MLP_FILE = '''import torch
+import prism
+
+
+@prism.workload(X=(4, 16), W1=(16, 32), W2=(32, 8))
+def mlp(X, W1, W2):
+    return torch.relu(X @ W1) @ W2
+'''
+
+
+@pytest.mark.parametrize("caps, line", [
+    (["--max-block-inputs", "2", "--max-block-ops", "3"], "proved kernel by kernel"),
+    (["--max-block-ops", "5"], "branch and bound started from s1")])
+def test_prism_search_says_how_several_kernels_were_searched(capsys, tmp_path, caps, line):
+    path = tmp_path / "mlp.py"
+    path.write_text(MLP_FILE)
+    argv = ["search", f"{path}:mlp", "--max-custom-kernels", "2", "--block-ops", "matmul,relu",
+            "--grid-dims", "1", *caps]
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    shown = next(t for t in text.splitlines() if line in t)
+    if "seed" in doc:
+        assert f"{doc['seed']['modeled_us']:.2f} µs" in shown
+        assert f"found again as {doc['seed']['found_again_as']}" in shown
+    else:
+        tally = doc["by_kernel"]
+        assert f"{tally['kernel_choices_proved']} kernel map choices proved" in shown
+        assert f"{tally['kernel_choices_refuted']} refuted" in shown
