@@ -1,0 +1,51 @@
+"""Every workload searched with Prism's full default block vocabulary plus the program's own ops
+(issue 17, item 3: no narrowing), on an executor, within a budget: exhaustive or not, and how far.
+
+    .venv/bin/python bench/full_vocabulary.py BUDGET_S [WORKLOAD ...] [--executor processes]
+                                              [--workers 2]
+
+One JSON line per workload: wall seconds, the number of block ops, families generated and kept,
+the stop reason, whether the search was exhaustive, the verdict counts and the best candidate.
+The block vocabulary is the op table's block ops that are in Prism's default or in the program
+(in the op table's order); a block may read every input of the program, as `superoptimize`
+allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from prism.search import SearchConfig, search
+from prism.search.config import BLOCK_OPS, BLOCK_VOCABULARY
+from prism.search.executors import Executor
+from prism.workloads import WORKLOADS, get_workload
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("budget", type=float)
+    parser.add_argument("workloads", nargs="*")
+    parser.add_argument("--executor", default="processes")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    where = Executor(args.executor, args.workers)
+    for name in args.workloads or list(WORKLOADS):
+        graph = get_workload(name).graph
+        used = {op.kind for op in graph.ops}
+        ops = tuple(o for o in BLOCK_VOCABULARY if o in set(BLOCK_OPS) | used)
+        config = SearchConfig(budget_s=args.budget, max_block_inputs=max(3, len(graph.inputs)),
+                              block_ops=ops)
+        start = time.perf_counter()
+        result = search(graph, config, label=name, executor=where)
+        s = result.summary()
+        print(json.dumps({"workload": name, "wall": round(time.perf_counter() - start, 1),
+                          "ops": len(ops), "gen": s["families"]["generated"],
+                          "kept": s["families"]["kept"], "stop": s["stop_reason"],
+                          "exh": s["exhaustive"], "verdicts": s["verdicts"],
+                          "best": s["best"]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
