@@ -29,7 +29,7 @@ from typing import Any
 from prism.cost.devices import DeviceSpec
 from prism.errors import PrismError
 from prism.ir.dims import evaluate
-from prism.ir.graph import KernelGraph, Op
+from prism.ir.graph import KernelGraph
 from prism.ir.ops import OPS, data_dim
 from prism.ir.serialize import graph_to_json
 from prism.ir.spec import problems, substitute_graph
@@ -42,6 +42,7 @@ from prism.search.driver import (
     _seed,
     expressible,
 )
+from prism.search.maps import kernel_program
 from prism.trace import Tracer
 
 _MAX_ASSIGNMENTS = 400
@@ -176,19 +177,13 @@ def _kernel_parts(graph: KernelGraph) -> list[KernelGraph]:
     """The graph as one program per custom kernel that has size variables (its inputs, the
     kernel, its outputs), or the graph itself when its sizes cannot be chosen kernel by
     kernel (a kernel tensor with a symbolic shape, a variable in two kernels)."""
-    blocks = [(op, bg) for op, bg in graph.iter_blocks() if bg.free_vars()]
-    names = [bg.free_vars() for _, bg in blocks]
+    blocks = [i for i, op in enumerate(graph.ops)
+              if op.kind == "customized" and op.block is not None and op.block.free_vars()]
+    names = [graph.ops[i].block.free_vars() for i in blocks]  # type: ignore[union-attr]
     shared = sum(len(n) for n in names) != len(frozenset().union(*names)) if names else False
     if len(blocks) < 2 or shared or any(d.free_vars() for _, s in graph.tensors for d in s):
         return [graph]
-    shapes = graph.shapes
-    parts = []
-    for op, _ in blocks:
-        ops = [Op.make("input", (), (t,)) for t in op.inputs]
-        ops += [op, *(Op.make("output", (t,)) for t in op.outputs)]
-        tensors = tuple((t, shapes[t]) for t in (*op.inputs, *op.outputs))
-        parts.append(KernelGraph(tuple(ops), tensors, graph.name))
-    return parts
+    return [kernel_program(graph, i) for i in blocks]
 
 
 def feasible_assignments(graph: KernelGraph, device: DeviceSpec) -> list[dict[str, int]]:

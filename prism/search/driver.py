@@ -298,8 +298,10 @@ class _Run:
         self.recording: TaskOutcome | None = None  # a worker's task: what the merge replays
         # several kernels, kernel by kernel: each kernel program's verdict and best assignment
         # once per search (the same kernel ends many families), by the program's JSON
-        self.kernel_checks: dict[str, tuple[Verdict, tuple[float, dict[str, int]] | None]] = {}
-        self.kernel_members: dict[str, list[BlockGraph]] = {}
+        self.kernel_checks: dict[str, tuple[Verdict, tuple[float, dict[str, int]] | None]] = \
+            first.kernel_checks if first is not None else {}
+        self.kernel_members: dict[str, list[BlockGraph]] = \
+            first.kernel_members if first is not None else {}
         self.abstract = abstract or AbstractTarget(target, config.abstract_limits)
         needed = set().union(*(leaves(t) for t in self.abstract.terms)) & set(
             self.abstract.inputs)
@@ -475,7 +477,7 @@ class _Run:
         search; every combination of proved kernels is then proved by substitution of equals.
         This turns the product of the kernels' map choices into their sum. A kernel member
         refuted against its kernel unsplit computes another tensor: no program of the space,
-        and the combinations with it are not built (counted in the notes)."""
+        and the combinations with it are not built (counted in the family's `by_kernel`)."""
         from prism.cost import modeled
         customs = [i for i, op in enumerate(graph.ops) if op.kind == "customized"]
         if len(customs) < 2 or any(d.free_vars() for _, sh in graph.tensors for d in sh):
@@ -488,7 +490,7 @@ class _Run:
         lim = self.config.verify_limits
         overall = verify(self.target, whole, Limits(lim.iterations, lim.nodes),
                          refute_first=True)
-        if overall.verdict == "unknown":
+        if overall.verdict in ("unknown", "invalid"):
             return None
         if overall.verdict != "equivalent":
             family.by_kernel["unsplit_refuted"] += 1   # so none of its members is
@@ -536,8 +538,9 @@ class _Run:
             best = None
             if all(c[3] is not None for c in combo):
                 env = {k: v for c in combo for k, v in c[3][1].items()}
-                best = (modeled(substitute_graph(member, env), self.config.device).latency_us,
-                        env)
+                with contextlib.suppress(PrismError):
+                    best = (modeled(substitute_graph(member, env),
+                                    self.config.device).latency_us, env)
             found.append(self.check(member, family.id, verdict=verdict, best=(best,)))
         return found
 
@@ -760,10 +763,10 @@ def _seed(target: KernelGraph, label: str, config: SearchConfig, cancel: _Flag |
     """Branch and bound's first incumbent, for a search that may build several kernels: the
     best member of the first complete family with an equivalent member in the search of one
     custom kernel (no kernel ops), within `SEED_FAMILIES` families and `SEED_CANDIDATES`
-    candidates. A one-kernel program
-    found early makes `cost_bound` prune every first kernel that is not the whole program
-    (it costs a launch more: `family_bound_us`), instead of the search building the product
-    of two kernels' trees before it reaches the one-kernel programs. The seed is a verified
+    candidates. A one-kernel program found early makes `cost_bound` prune every first kernel
+    that is not the whole program (it costs a launch more: `family_bound_us`), instead of the
+    search building the product of two kernels' trees before it reaches the one-kernel
+    programs (depth-first, it closes a first kernel early and descends). The seed is a verified
     program; it is named `s1` in the prunes it makes and in the result's `seed`, and the
     search meets it again in its one-kernel part under its own candidate id. None where the
     search builds one kernel only, or nothing was found."""
