@@ -760,7 +760,7 @@ SEED_FAMILIES, SEED_CANDIDATES = 20_000, 64
 
 def _seed(target: KernelGraph, label: str, config: SearchConfig, cancel: _Flag | None,
           first: _Run) -> Candidate | None:
-    """Branch and bound's first incumbent, for a search that may build several kernels: the
+    """Branch and bound's first incumbent, for a search that may build several custom kernels: the
     best member of the first complete family with an equivalent member in the search of one
     custom kernel (no kernel ops), within `SEED_FAMILIES` families and `SEED_CANDIDATES`
     candidates. A one-kernel program found early makes `cost_bound` prune every first kernel
@@ -769,8 +769,9 @@ def _seed(target: KernelGraph, label: str, config: SearchConfig, cancel: _Flag |
     programs (depth-first, it closes a first kernel early and descends). The seed is a verified
     program; it is named `s1` in the prunes it makes and in the result's `seed`, and the
     search meets it again in its one-kernel part under its own candidate id. None where the
-    search builds one kernel only, or nothing was found."""
-    if config.max_custom_kernels < 2 and not config.kernel_ops:
+    search builds one custom kernel at most (pre-defined kernel ops after a custom kernel
+    find their incumbent in it, as before), or nothing was found."""
+    if config.max_custom_kernels < 2:
         return None
     one = replace(config, max_custom_kernels=1, kernel_ops=(), max_families=SEED_FAMILIES)
     run = _Run(target, label, one, Tracer(keep=False), cancel, abstract=first.abstract)
