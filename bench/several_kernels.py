@@ -16,6 +16,7 @@ Cases (each a search in this process, one after another, CPU seconds of this pro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -67,17 +68,9 @@ def _row(case: str, how: str, result: Any, cpu: float) -> dict[str, Any]:
 
 def _timed(graph: Any, config: SearchConfig, **patches: Any) -> tuple[Any, float]:
     start = time.process_time()
-    with mock.patch.multiple(driver, **patches) if patches else _nothing():
+    with mock.patch.multiple(driver, **patches) if patches else contextlib.nullcontext():
         result = search(graph, config)
     return result, time.process_time() - start
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def main() -> None:

@@ -167,7 +167,7 @@ def best_assignment(graph: KernelGraph, device: DeviceSpec
                 best = (latency, candidate)
         if best is None:
             return None
-        if parts == [graph]:
+        if part is graph:       # one kernel: enumerated whole, as before
             return best
         env.update(best[1])
     return modeled(substitute_graph(graph, env), device).latency_us, env

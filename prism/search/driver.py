@@ -300,8 +300,12 @@ class _Run:
         # once per search (the same kernel ends many families), by the program's JSON
         self.kernel_checks: dict[str, tuple[Verdict, tuple[float, dict[str, int]] | None]] = \
             first.kernel_checks if first is not None else {}
-        self.kernel_members: dict[str, list[BlockGraph]] = \
-            first.kernel_members if first is not None else {}
+        self.kernel_choice_lists: dict[str, list[BlockGraph]] = \
+            first.kernel_choice_lists if first is not None else {}
+        # the seed's pass (`_seed`): stop after this many candidates, or at the first family
+        # with a modeled equivalent member
+        self.candidate_limit: int | None = None
+        self.stop_at_first_best = False
         self.abstract = abstract or AbstractTarget(target, config.abstract_limits)
         needed = set().union(*(leaves(t) for t in self.abstract.terms)) & set(
             self.abstract.inputs)
@@ -331,6 +335,9 @@ class _Run:
             self.stop_reason = "time budget"
         elif self.family_limit is not None and self.result.generated >= self.family_limit:
             self.stop_reason = "family budget"
+        elif self.candidate_limit is not None and \
+                len(self.result.candidates) >= self.candidate_limit:
+            self.stop_reason = "candidate budget"
         return self.stop_reason is not None
 
     def cut(self, kernel: KernelState, block: BlockState, kernel_key: tuple[object, ...],
@@ -461,6 +468,9 @@ class _Run:
         origin = self.generator.marked.get(fam.parent or "")
         if origin is not None:
             self.under += [(origin, c) for c in found]
+        if self.stop_at_first_best and any(c.modeled_us is not None for c in found
+                                           if c.verdict.verdict == "equivalent"):
+            raise Stop
 
     def _by_kernel(self, graph: KernelGraph, family: CompleteFamily, equalities: Any
                    ) -> list[Candidate] | None:
@@ -482,14 +492,12 @@ class _Run:
         customs = [i for i, op in enumerate(graph.ops) if op.kind == "customized"]
         if len(customs) < 2 or any(d.free_vars() for _, sh in graph.tensors for d in sh):
             return None
-        plain = [unsplit(graph, i) for i in customs]
-        if any(b is None for b in plain):
+        found_plain = [unsplit(graph, i) for i in customs]
+        plain = [b for b in found_plain if b is not None]
+        if len(plain) < len(customs):
             return None
-        whole = with_blocks(graph, {i: b for i, b in zip(customs, plain, strict=True)
-                                    if b is not None})
-        lim = self.config.verify_limits
-        overall = verify(self.target, whole, Limits(lim.iterations, lim.nodes),
-                         refute_first=True)
+        whole = with_blocks(graph, dict(zip(customs, plain, strict=True)))
+        overall, _ = self._kernel_check(self.target, whole, model=False)
         if overall.verdict in ("unknown", "invalid"):
             return None
         if overall.verdict != "equivalent":
@@ -554,15 +562,18 @@ class _Run:
         mine = [e for e in equalities if free_bits(e) & bits]
         key = json.dumps([graph_to_json(replace(kernel_program(graph, index), name="")),
                           [[str(e.a), str(e.b)] for e in mine]], sort_keys=True)
-        hit = self.kernel_members.get(key)
+        hit = self.kernel_choice_lists.get(key)
         if hit is None:
-            hit = self.kernel_members[key] = list(kernel_members(graph, index, mine,
-                                                                 MAP_LIMIT))
+            hit = self.kernel_choice_lists[key] = list(kernel_members(graph, index, mine,
+                                                                      MAP_LIMIT))
         return hit
 
-    def _kernel_check(self, reference: KernelGraph, program: KernelGraph
+    def _kernel_check(self, reference: KernelGraph, program: KernelGraph, model: bool = True
                       ) -> tuple[Verdict, tuple[float, dict[str, int]] | None]:
-        """A kernel program's verdict against the kernel unsplit, and its best assignment."""
+        """A program's verdict against its reference (a kernel against the kernel unsplit, or
+        a family's unsplit program against the target: families that differ only in their
+        number of grid dims share it), and its best assignment when `model` and equivalent;
+        once per search."""
         from prism.search.audit import best_assignment
         key = json.dumps([graph_to_json(replace(reference, name="")),
                           graph_to_json(replace(program, name=""))], sort_keys=True)
@@ -572,7 +583,7 @@ class _Run:
             verdict = verify(reference, program, Limits(lim.iterations, lim.nodes),
                              refute_first=True)
             best = best_assignment(program, self.config.device) \
-                if verdict.verdict == "equivalent" else None
+                if model and verdict.verdict == "equivalent" else None
             hit = self.kernel_checks[key] = (verdict, best)
         return hit
 
@@ -776,18 +787,7 @@ def _seed(target: KernelGraph, label: str, config: SearchConfig, cancel: _Flag |
     one = replace(config, max_custom_kernels=1, kernel_ops=(), max_families=SEED_FAMILIES)
     run = _Run(target, label, one, Tracer(keep=False), cancel, abstract=first.abstract)
     run.start, run.deadline = first.start, first.deadline
-    finish = run.complete
-
-    def complete(fam: Family, outputs: tuple[int, ...]) -> None:
-        finish(fam, outputs)
-        if any(c.modeled_us is not None for c in run.result.equivalent):
-            raise Stop
-    run.generator.cb.complete = complete
-    limited = run.should_stop
-
-    def should_stop() -> bool:
-        return limited() or len(run.result.candidates) >= SEED_CANDIDATES
-    run.should_stop = run.generator.cb.should_stop = should_stop  # type: ignore[method-assign]
+    run.candidate_limit, run.stop_at_first_best = SEED_CANDIDATES, True
     inputs = [Tensor(t, target.shape(t), leaf(name))
               for t, name in zip(target.inputs, first.abstract.inputs, strict=True)]
     with contextlib.suppress(Stop):
