@@ -449,7 +449,8 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
     with _interruptible(interrupt, "the search stops now; what it found is tuned, checked and "
                         "written"):
         result = superoptimize(target.workload or target.graph, device=args.device,
-                               measure=args.measure, budget_s=args.budget, out=Path(args.out),
+                               dtype=args.dtype, measure=args.measure, budget_s=args.budget,
+                               out=Path(args.out),
                                search_config=config, checkpoint=args.checkpoint,
                                max_trials=args.max_trials, db=db, label=target.label,
                                interrupt=interrupt, executor=_executor(args))
@@ -612,6 +613,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _dtype(text: str) -> str:
+    """A dtype Prism runs programs in, by torch's name or an alias (`bf16`)."""
+    from prism.ir.dtypes import get_dtype
+    try:
+        return get_dtype(text).name
+    except PrismError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a dtype Prism runs: give float16, "
+                                         "bfloat16 or float32 (or fp16, bf16, fp32)") from None
+
+
 def _grid_dims(text: str) -> tuple[int, ...]:
     """Grid-dim counts such as `1,2`: each 1, 2 or 3."""
     parts = [p.strip() for p in text.split(",")]
@@ -678,6 +689,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--measure", default="model", choices=("model", "interpret", "cuda"),
                     help="model: the cost model; interpret: Triton's interpreter (correctness, "
                     "CPU); cuda: CUDA events on a GPU")
+    sp.add_argument("--dtype", type=_dtype, help="float16, bfloat16 or float32 (or fp16, bf16, "
+                    "fp32): what the program runs in, its bytes and its check's tolerance "
+                    "(default: the workload's, float16 unless it says)")
     sp.add_argument("--out", default="out", help="folder for the outputs (default out/)")
     sp.add_argument("--max-trials", type=_count, default=8,
                     help="configurations compiled and measured (default 8)")

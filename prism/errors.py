@@ -122,5 +122,10 @@ class TooLargeError(ShapeError):
     tests or the final check allocate them; the message gives the size."""
 
 
+class DtypeError(PrismError):
+    """A dtype Prism does not run programs in (float64, integers: it runs float16, bfloat16 and
+    float32), or a module whose floating tensors do not share one dtype."""
+
+
 class UserModuleError(PrismError):
     """A user's `path.py` that raised, or called `sys.exit`, while being imported."""

@@ -60,8 +60,8 @@ INPUT_PROGRAM = "input"    # the candidate id of the user's own program
 
 CheckStatus = Literal["passed", "failed", "not run"]
 CHECK_STATUSES: tuple[CheckStatus, ...] = ("passed", "failed", "not run")
-_CHECK_FIELDS = ("reason", "where", "max_rel_err_vs_interpreter", "max_rel_err_vs_torch",
-                 "instance", "seconds")
+_CHECK_FIELDS = ("reason", "where", "dtype", "tolerance", "max_rel_err_vs_interpreter",
+                 "max_rel_err_vs_torch", "instance", "seconds")
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,9 @@ class Check:
 
     status: CheckStatus
     reason: str = ""                    # failed: what was wrong; not run: why it did not run
-    where: str | None = None            # "triton interpreter" or "gpu"
+    where: str | None = None            # "triton interpreter" (and how, for bf16) or "gpu"
+    dtype: str | None = None            # what the kernel ran in ("float16", ...)
+    tolerance: float | None = None      # that dtype's: the relative errors are held to it
     max_rel_err_vs_interpreter: float | None = None
     max_rel_err_vs_torch: float | None = None
     instance: str | None = None         # set when a smaller member of the sGraph was checked
@@ -108,9 +110,9 @@ class Check:
             return cls.not_run("the record does not say whether a check ran")
         reason = str(doc.get("reason") or doc.get("error") or "")
         if status == "failed" and not reason and "max_rel_err_vs_torch" in doc:
-            from prism.tune.backends import TOLERANCE
+            from prism.ir.dtypes import get_dtype  # a record without a dtype is fp16's
             reason = (f"max relative error {doc['max_rel_err_vs_torch']:.1e} against torch is "
-                      f"over the fp16 tolerance {TOLERANCE:g}")
+                      f"over the {get_dtype(doc.get('dtype') or 'float16').tolerance_text}")
         return cls(status, reason or ("" if status == "passed" else "no reason recorded"),
                    **{k: doc.get(k) for k in _CHECK_FIELDS if k != "reason"})
 
@@ -133,6 +135,7 @@ class BestKernel:
     ptx: dict[str, str]
     symbolic: KernelGraph | None = None  # the verified sGraph this kernel instantiates
     check: Check = NOT_CHECKED
+    dtype: str = "float16"              # what it was generated for, runs and is checked in
 
     @property
     def num_kernels(self) -> int:
@@ -201,8 +204,8 @@ class OptimizeResult:
                 **({"interrupted": True} if self.interrupted else {})}
 
 
-def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", measure: str = "model",
-                  budget_s: float = 600.0, out: str | Path | None = None,
+def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any = None,
+                  measure: str = "model", budget_s: float = 600.0, out: str | Path | None = None,
                   search_config: SearchConfig | None = None, checkpoint: str | Path | None = None,
                   max_trials: int = 8, compile_ptx: bool = True, tracer: Tracer | None = None,
                   cancel: threading.Event | None = None, db: ResultDB | None = None,
@@ -211,7 +214,9 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", measure: st
                   executor: Executor | str = "local") -> OptimizeResult:
     """Optimize `target` (a workload name, `path.py:function`, a `Workload`, a `KernelGraph` or a
     builder `Graph`) for `device`, measuring with `measure` (`model`, `interpret` or `cuda`);
-    the search's tasks run on `executor` (`prism.search.executors`)."""
+    the search's tasks run on `executor` (`prism.search.executors`). The program runs in `dtype`
+    (float16, bfloat16 or float32; None: the workload's, float16 for a graph): every stage counts
+    its bytes, and the winner is checked in it, within its tolerance."""
     started = time.perf_counter()
     runner = executor if isinstance(executor, Executor) else Executor(executor)
     _check_arguments(device=device, measure=measure, budget_s=budget_s, out=out,
@@ -219,7 +224,13 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", measure: st
                      tracer=tracer, cancel=cancel, db=db, label=label, interrupt=interrupt)
     graph, workload, name = _resolve(target)
     name = label or name
-    spec = get_device(device)
+    from prism.ir.dtypes import get_dtype
+    run_dtype = get_dtype(dtype if dtype is not None else
+                          workload.dtype if workload is not None else "float16")
+    spec = get_device(device).for_dtype(run_dtype)   # its bytes and peak, in every stage
+    if search_config is not None:       # a caller's config searches in the run's dtype too
+        search_config = replace(search_config,
+                                device=search_config.device.for_dtype(run_dtype))
     make_backend(measure, spec)         # an unknown measure or a missing GPU: before any work
     if not (math.isfinite(budget_s) and budget_s > 0):
         raise PrismError(f"the budget is {budget_s} s; give a positive time, e.g. --budget 120")
@@ -488,12 +499,15 @@ def _best_kernel(result: OptimizeResult, trial: Trial, spec: Any) -> BestKernel:
     return BestKernel(trial.config.candidate, trial.config.id, concrete,
                       dict(trial.config.params), trial.latency_us, trial.kind, trial.modeled_us,
                       roofline_us(concrete, spec), verdicts.get(trial.config.candidate),
-                      trial.program.source, trial.ptx, trial.config.graph)
+                      trial.program.source, trial.ptx, trial.config.graph,
+                      dtype=spec.dtype.name)
 
 
 def check_best(best: BestKernel, workload: Workload | None, measure: str) -> Check:
     """The winner against the float64 interpreter of its graph and, for a workload, its torch
-    reference (`prism.tune.backends.check_kernel`). The interpreter costs ~1.7 ms a block step,
+    reference (`prism.tune.backends.check_kernel`), run in the winner's dtype within that
+    dtype's tolerance; a bf16 winner under the interpreter runs with fp32 tiles holding bf16
+    values, and its check says so. The interpreter costs ~1.7 ms a block step,
     so a winner with more than MAX_CHECK_STEPS is checked at the smallest instantiation of the
     same sGraph instead (the fewest block steps of its feasible assignments), and says so. A
     check that cannot run here (too many steps, no interpreter or GPU, the check itself raising)
@@ -520,11 +534,11 @@ def _check_best(best: BestKernel, workload: Workload | None, measure: str) -> Ch
                                  f"(limit {MAX_CHECK_STEPS}) and the sGraph has no smaller "
                                  "member")
         graph = min(smaller, key=_steps)
-        source = generate(graph).source
+        source = generate(graph, dtype=best.dtype).source
         params = {"block_steps": _steps(graph)}
     arrays = workload.random_inputs(0) if workload is not None else None
     out = check_kernel(graph, source, arrays,
-                       workload.reference if workload is not None else None)
+                       workload.reference if workload is not None else None, best.dtype)
     if graph is not best.graph:
         out["instance"] = ("the smallest member of the same sGraph "
                            f"({params['block_steps']} block steps; the winner has "

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prism.instantiate.triton_backend import strip_locations
+from prism.ir.dtypes import get_dtype
 from prism.ir.graph import KernelGraph
 from prism.pipeline import INPUT_PROGRAM, Check
 from prism.trace import (
@@ -89,7 +90,9 @@ def check_text(check: Check | Mapping[str, Any] | None) -> str:
         c.max_rel_err_vs_torch
     against = "the float64 interpreter" if c.max_rel_err_vs_torch is None else "torch"
     measured = f": max relative error {err:.1e} against {against}" if err is not None else ""
-    return (f"passed in the {c.where} on {where}{measured} (fp16 tolerance 2e-2), outputs "
+    # a check recorded before dtypes ran in fp16
+    tolerance = get_dtype(c.dtype or "float16").tolerance_text
+    return (f"passed in the {c.where} on {where}{measured} ({tolerance}), outputs "
             "poisoned with NaN first")
 
 

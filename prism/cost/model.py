@@ -1,10 +1,11 @@
 """The analytic cost model (DESIGN.md §6): modeled latency, roofline and lower bound of a program.
 
-Every tensor element is fp16 (2 bytes), except the fp32 (4-byte) partial tiles of a summed output
-and the row norms of rms_norm. The model charges every kernel launch the generated module's
-`run()` makes (`prism.instantiate.codegen`) and nothing else: each launch costs max(memory time,
-compute time) + one launch overhead, and a program costs the sum over its launches (they run one
-after another). `ModeledCost.kernels` has one entry per launch, in launch order:
+Every tensor element is the run's dtype (`DeviceSpec.dtype_bytes`: 2 bytes for fp16 and bf16, 4
+for fp32), except the fp32 (4-byte) partial tiles of a summed output and the row norms of
+rms_norm. The model charges every kernel launch the generated module's `run()` makes
+(`prism.instantiate.codegen`) and nothing else: each launch costs max(memory time, compute time)
++ one launch overhead, and a program costs the sum over its launches (they run one after
+another). `ModeledCost.kernels` has one entry per launch, in launch order:
 
 - a custom kernel: one launch of its `@triton.jit` kernel, then one launch of a *combine* kernel
   per output whose omap sums blocks (a grid dim of size > 1 that maps to no data dim);
@@ -16,7 +17,8 @@ after another). `ModeledCost.kernels` has one entry per launch, in launch order:
 
 A predefined launch is a library kernel assumed to fill the device:
     memory   its distinct inputs read once + its output written once, at HBM bandwidth
-    compute  `op_flops` of the op at full size, at the fp16 tensor-core peak
+    compute  `op_flops` of the op at full size, at the dtype's peak (`DeviceSpec.peak_tflops`:
+             the tensor-core one for fp16 and bf16, the fp32 one for fp32)
 
 A custom kernel with blocks = Π grid and a loop of range F:
     loads    each input tile once per loop iteration: blocks · F · tile bytes per input (once per
@@ -63,10 +65,11 @@ from dataclasses import dataclass
 from prism.cost.devices import DeviceSpec
 from prism.errors import PrismError, ShapeError
 from prism.ir.dims import dim, evaluate, shape_str
+from prism.ir.dtypes import DEFAULT_DTYPE
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op, Shape
 from prism.ir.ops import OPS, infer_shape, op_def, with_defaults
 
-BYTES_PER_ELEMENT = 2   # fp16
+BYTES_PER_ELEMENT = DEFAULT_DTYPE.bytes   # fp16's; a run counts `DeviceSpec.dtype_bytes`
 FP32_BYTES = 4          # a partial tile's and a row norm's elements
 IO_KINDS = frozenset({"input", "output"})
 CACHE_REGIME = "cold L2: flushed before each run, as triton.testing.do_bench times"
@@ -209,7 +212,7 @@ def roofline_us(graph: KernelGraph, device: DeviceSpec) -> float:
     read = {t for op in _kernels(graph) for t in op.inputs if t in inputs}
     written = {t for t in graph.outputs if t in graph.producers
                and graph.producers[t].kind not in IO_KINDS}
-    sizes = _Sizes(graph)
+    sizes = _Sizes(graph, device.dtype_bytes)
     moved = sum(sizes.nbytes(t) for t in read | written)
     launch = device.launch_us if graph.num_kernels else 0.0
     return max(_memory_us(moved, device.mem_bw_gbps),
@@ -224,7 +227,7 @@ def lower_bound_us(graph: KernelGraph, device: DeviceSpec) -> float:
     (each kernel tensor once from HBM) and computes at least these FLOPs (a member that splits
     a tile dim k ways runs it in k blocks or iterations; see `full_size_flops` for the one
     exception, which never binds)."""
-    sizes = _Sizes(graph)
+    sizes = _Sizes(graph, device.dtype_bytes)
     return sum(max(_memory_us(_kernel_io_bytes(sizes, op), device.mem_bw_gbps),
                    _compute_us(_full_kernel_flops(sizes, op), device)) + device.launch_us
                for op in _kernels(graph))
@@ -237,8 +240,8 @@ def next_kernel_us(written: Sequence[Sequence[int]], device: DeviceSpec) -> floa
     counts a kernel's outputs in its bytes; a tensor is written by one kernel)."""
     if not written:
         return 0.0
-    return device.launch_us + _memory_us(sum(_bytes(tuple(s)) for s in written),
-                                         device.mem_bw_gbps)
+    return device.launch_us + _memory_us(
+        sum(device.dtype_bytes * math.prod(s) for s in written), device.mem_bw_gbps)
 
 
 # -- the model -------------------------------------------------------------------------------------
@@ -247,7 +250,7 @@ def modeled(graph: KernelGraph, device: DeviceSpec) -> ModeledCost:
     """The modeled cost of a concrete program (grid sizes, loop ranges and maps all concrete):
     one `KernelCost` per launch of its generated `run()`."""
     _require_concrete(graph)
-    sizes = _Sizes(graph)
+    sizes = _Sizes(graph, device.dtype_bytes)
     kernels = tuple(k for op in _kernels(graph)
                     for k in (_custom_costs(sizes, op, device) if op.kind == "customized"
                               else _predefined_costs(sizes, op, device)))
@@ -261,7 +264,7 @@ def eager_us(graph: KernelGraph, device: DeviceSpec) -> float:
     included; custom kernels, if any, as modeled. It models PyTorch eager at one kernel per
     operator, not the generated launcher, whose `_rms_norm` is three launches (`modeled`)."""
     _require_concrete(graph)
-    sizes = _Sizes(graph)
+    sizes = _Sizes(graph, device.dtype_bytes)
     return sum(k.latency_us for op in _kernels(graph)
                for k in (_custom_costs(sizes, op, device) if op.kind == "customized"
                          else [_library(_kernel_name(op), op.kind, _kernel_io_bytes(sizes, op),
@@ -306,13 +309,13 @@ def _custom_costs(sizes: _Sizes, op: Op, device: DeviceSpec) -> list[KernelCost]
     partial: dict[str, int] = {}   # summed output → its fp32 partial tiles' bytes
     for bop, src in zip(block.input_ops, op.inputs, strict=False):
         loads = loop if _walks(bop.attr["fmap"]) else 1     # a tile the loop does not walk is
-        traffic[src] = traffic.get(src, 0) + blocks * loads * _bytes(tiles[bop.outputs[0]])
+        traffic[src] = traffic.get(src, 0) + blocks * loads * sizes.bytes(tiles[bop.outputs[0]])
     for bop, dst in zip(block.output_ops, op.outputs, strict=False):
         summed = _summed_blocks(bop.attr["omap"], grid)
         if summed > 1:
             partial[dst] = summed * math.prod(sizes.shape(dst)) * FP32_BYTES
         else:
-            traffic[dst] = blocks * _bytes(tiles[bop.inputs[0]])
+            traffic[dst] = blocks * sizes.bytes(tiles[bop.inputs[0]])
     hbm = l2 = 0
     for name, moved in traffic.items():
         from_hbm, from_l2 = _split_traffic(sizes.nbytes(name), moved, device)
@@ -375,7 +378,7 @@ def _memory_us(nbytes: float, gbps: float) -> float:
 
 
 def _compute_us(flops: float, device: DeviceSpec) -> float:
-    return flops / (device.fp16_tflops * 1e6)   # flops / (TFLOP/s) = 1e-12 s = 1e-6 µs
+    return flops / (device.peak_tflops * 1e6)   # flops / (TFLOP/s) = 1e-12 s = 1e-6 µs
 
 
 def _kernels(graph: KernelGraph) -> list[Op]:
@@ -397,18 +400,16 @@ def _kernel_io_bytes(sizes: _Sizes, op: Op) -> int:
     return sum(sizes.nbytes(t) for t in {*op.inputs, *op.outputs})
 
 
-def _bytes(shape: Ints) -> int:
-    return BYTES_PER_ELEMENT * math.prod(shape)
-
-
 class _Sizes:
     """Kernel-graph tensor shapes as ints. In a symbolic family a custom kernel's output shape
     may still hold its block parameters (grid sizes, loop range, map bits); they are read at the
     trivial instantiation (sizes 1, bits 0): the data dims every member that computes the program
-    produces. Any other variable is a symbolic data dim, which the model refuses."""
+    produces. Any other variable is a symbolic data dim, which the model refuses. A tensor (or
+    tile) counts `element_bytes` an element: the run's dtype's (`DeviceSpec.dtype_bytes`)."""
 
-    def __init__(self, graph: KernelGraph):
+    def __init__(self, graph: KernelGraph, element_bytes: int = BYTES_PER_ELEMENT):
         self.graph = graph
+        self.element_bytes = element_bytes
         self.env: dict[str, int] = {}
         for _, block in graph.iter_blocks():
             for size in (*block.grid, block.forloop_range):
@@ -427,7 +428,10 @@ class _Sizes:
         return tuple(evaluate(d, self.env) for d in shape)
 
     def nbytes(self, name: str) -> int:
-        return _bytes(self.shape(name))
+        return self.bytes(self.shape(name))
+
+    def bytes(self, shape: Ints) -> int:
+        return self.element_bytes * math.prod(shape)
 
 
 def _tile_shapes(block: BlockGraph) -> dict[str, Ints]:

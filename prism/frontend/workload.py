@@ -8,10 +8,17 @@
     rmsnorm_matmul.graph          # its KernelGraph (traced with torch.fx on first access)
     rmsnorm_matmul.reference(*rmsnorm_matmul.random_inputs())   # torch's float64 answer
 
+A workload runs in a dtype, as model code does: `@workload(dtype="bfloat16", X=...)` (float16,
+bfloat16 or float32, by torch's names, their aliases or torch dtypes; float16 unless given). The
+graph and the float64 reference do not depend on it; what the program is optimized for, and
+checked in, does (`prism.superoptimize`).
+
 An `nn.Module` is a workload too: `from_module(module, *example_inputs)` traces its forward
 with its parameters and buffers as further inputs of fixed shape, named after their paths
 (`fc1.weight` → `fc1_weight`), whose values the workload takes from the module wherever it runs
 (`random_inputs` draws the forward's inputs only; `reference` is the module itself, in float64).
+Its dtype is its floating tensors' (the example inputs', the parameters' and buffers'), which must
+agree: `module.to(torch.bfloat16)` is a bfloat16 workload.
 
 A `Workload` is immutable in what defines it (the function and its shapes); `with_shapes`,
 `with_input_scale` and `replace` return new ones. torch is imported only when something is traced
@@ -27,7 +34,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from prism.errors import InputError, ShapeError
+from prism.errors import DtypeError, InputError, ShapeError
+from prism.ir.dtypes import DEFAULT_DTYPE, DType, get_dtype
 from prism.ir.graph import KernelGraph, check_shape
 
 ShapeDict = dict[str, tuple[int, ...]]
@@ -40,7 +48,8 @@ class Workload:
     docstring line unless given), `program` (a one-line program text for listings), `shape_sets`
     (alternative shapes the workload is studied at; the first is the default), `input_scale`
     (parameter → σ of the normal samples `random_inputs` draws: 1.0 unless set, smaller for the
-    operands of `exp` so that it stays in range).
+    operands of `exp` so that it stays in range), `dtype` (the `prism.ir.dtypes.DType` it runs
+    in).
     """
 
     __wrapped__: Callable[..., Any]
@@ -48,7 +57,8 @@ class Workload:
     def __init__(self, fn: Callable[..., Any], shapes: Mapping[str, Sequence[int]], *,
                  description: str | None = None, program: str = "",
                  shape_sets: Iterable[Mapping[str, Sequence[int]]] | None = None,
-                 input_scale: Mapping[str, float] | None = None) -> None:
+                 input_scale: Mapping[str, float] | None = None,
+                 dtype: DType | Any = DEFAULT_DTYPE) -> None:
         if isinstance(fn, Workload):   # re-decorated: wrap the function, not its cached state
             fn = fn.__wrapped__
         functools.update_wrapper(self, fn)
@@ -61,13 +71,15 @@ class Workload:
         self.shape_sets: tuple[ShapeDict, ...] = tuple(
             self._checked(s) for s in (shape_sets if shape_sets is not None else [self.shapes]))
         self.input_scale: dict[str, float] = self._scales(input_scale or {})
+        self.dtype: DType = get_dtype(dtype)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.__wrapped__(*args, **kwargs)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p}[{','.join(map(str, s))}]" for p, s in self.shapes.items())
-        return f"Workload({self.name}: {params})"
+        dtype = f", {self.dtype}" if self.dtype != DEFAULT_DTYPE else ""
+        return f"Workload({self.name}: {params}{dtype})"
 
     @cached_property
     def graph(self) -> KernelGraph:
@@ -81,7 +93,7 @@ class Workload:
         """A copy with some of the constructor's keyword fields (or `shapes`) changed."""
         current: dict[str, Any] = {"shapes": self.shapes, "description": self.description,
                    "program": self.program, "shape_sets": self.shape_sets,
-                   "input_scale": self.input_scale}
+                   "input_scale": self.input_scale, "dtype": self.dtype}
         unknown = sorted(set(fields) - set(current))
         if unknown:
             raise TypeError(f"Workload.replace got unknown field(s) {', '.join(unknown)}; "
@@ -124,11 +136,12 @@ class Workload:
         return [r.detach().cpu().double().numpy() for r in results]
 
     def to_json(self) -> dict[str, Any]:
-        """What a listing shows (nothing is traced): name, description, program, shapes."""
+        """What a listing shows (nothing is traced): name, description, program, shapes,
+        dtype."""
         return {"name": self.name, "description": self.description, "program": self.program,
                 "params": {p: list(s) for p, s in self.shapes.items()},
                 "shape_sets": [{p: list(s) for p, s in ss.items()} for ss in self.shape_sets],
-                "input_scale": dict(self.input_scale)}
+                "input_scale": dict(self.input_scale), "dtype": self.dtype.name}
 
     # -- checks ---------------------------------------------------------------------------------
 
@@ -157,26 +170,28 @@ class Workload:
 
 
 @overload
-def workload(_fn: Callable[..., Any], /, **shapes: Sequence[int]) -> Workload: ...
+def workload(_fn: Callable[..., Any], /, *, dtype: Any = ...,
+             **shapes: Sequence[int]) -> Workload: ...
 
 
 @overload
-def workload(_fn: None = None, /,
+def workload(_fn: None = None, /, *, dtype: Any = ...,
              **shapes: Sequence[int]) -> Callable[[Callable[..., Any]], Workload]: ...
 
 
-def workload(_fn: Callable[..., Any] | None = None, /,
+def workload(_fn: Callable[..., Any] | None = None, /, *, dtype: Any = DEFAULT_DTYPE,
              **shapes: Sequence[int]) -> Workload | Callable[[Callable[..., Any]], Workload]:
-    """Decorate a torch function with the shape of each parameter: `@workload(X=(8, 1024), ...)`.
+    """Decorate a torch function with the shape of each parameter: `@workload(X=(8, 1024), ...)`,
+    and the dtype it runs in (`dtype="bfloat16"`; float16 when not given).
 
-    `workload(fn, X=..., ...)` is the same without decorator syntax. Shapes are checked now: every
-    parameter needs one, rank 1..4, every dim a positive int.
+    `workload(fn, X=..., ...)` is the same without decorator syntax. Shapes and the dtype are
+    checked now: every parameter needs a shape, rank 1..4, every dim a positive int.
     """
     if _fn is not None:
-        return Workload(_fn, shapes)
+        return Workload(_fn, shapes, dtype=dtype)
 
     def decorate(fn: Callable[..., Any]) -> Workload:
-        return Workload(fn, shapes)
+        return Workload(fn, shapes, dtype=dtype)
 
     return decorate
 
@@ -188,7 +203,8 @@ class ModuleWorkload(Workload):
 
     def __init__(self, module: Any, shapes: Mapping[str, Sequence[int]], *,
                  name: str | None = None, description: str | None = None,
-                 input_scale: Mapping[str, float] | None = None) -> None:
+                 input_scale: Mapping[str, float] | None = None,
+                 dtype: DType | Any = DEFAULT_DTYPE) -> None:
         import inspect
 
         from prism.frontend.fx import input_name, module_tensors, trace_module
@@ -219,11 +235,11 @@ class ModuleWorkload(Workload):
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in order])
         all_shapes = {**self.inputs, **{t: tuple(v.shape) for t, v in self.fixed.items()}}
         super().__init__(forward, all_shapes, description=description or "",
-                         input_scale=input_scale)
+                         input_scale=input_scale, dtype=dtype)
         self.__dict__["graph"] = traced      # the cached_property's slot: traced once, above
 
     def replace(self, **fields: Any) -> Workload:
-        allowed = {"shapes", "description", "input_scale"}
+        allowed = {"shapes", "description", "input_scale", "dtype"}
         unknown = sorted(set(fields) - allowed)
         if unknown:
             raise TypeError(f"ModuleWorkload.replace got field(s) {', '.join(unknown)}; it "
@@ -236,7 +252,8 @@ class ModuleWorkload(Workload):
         return ModuleWorkload(self.module, {p: shapes[p] for p in self.inputs}, name=self.name,
                               description=fields.get("description", self.description),
                               input_scale={p: s for p, s in fields.get(
-                                  "input_scale", self.input_scale).items() if p in self.inputs})
+                                  "input_scale", self.input_scale).items() if p in self.inputs},
+                              dtype=fields.get("dtype", self.dtype))
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
         """The forward's inputs drawn as `Workload.random_inputs` does; the module's own tensors
@@ -249,16 +266,45 @@ class ModuleWorkload(Workload):
 def from_module(module: Any, *example_inputs: Any, name: str | None = None) -> ModuleWorkload:
     """`module` (an `nn.Module`) as a workload, at the shapes of `example_inputs` (tensors, or
     shapes), one per argument of its forward. Its parameters and buffers become inputs of fixed
-    shape named after their paths; their values come from the module."""
+    shape named after their paths; their values come from the module. Its dtype is the one its
+    floating tensors share (float16 when it has none); tensors that disagree, or a dtype Prism
+    does not run (float64), are a `DtypeError`."""
     import inspect
 
+    label = name or type(module).__name__
     args = list(inspect.signature(module.forward).parameters)
     if len(example_inputs) != len(args):
-        raise ShapeError(f"module {name or type(module).__name__}: forward takes "
+        raise ShapeError(f"module {label}: forward takes "
                          f"{len(args)} input(s) ({', '.join(args)}), got {len(example_inputs)} "
                          "example input(s); pass one per argument")
     shapes = {p: tuple(getattr(x, "shape", x)) for p, x in zip(args, example_inputs, strict=True)}
-    return ModuleWorkload(module, shapes, name=name)
+    return ModuleWorkload(module, shapes, name=name,
+                          dtype=_module_dtype(module, dict(zip(args, example_inputs, strict=True)),
+                                              label))
+
+
+def _module_dtype(module: Any, examples: Mapping[str, Any], label: str) -> DType:
+    """The dtype every floating example input, parameter and buffer of `module` has."""
+    from prism.frontend.fx import module_tensors
+
+    tensors = [(f"input {p}", x) for p, x in examples.items()] + module_tensors(module)
+    found: dict[str, str] = {}                    # torch dtype → the first tensor that has it
+    for where, t in tensors:
+        dtype = getattr(t, "dtype", None)
+        if dtype is not None and dtype.is_floating_point:
+            found.setdefault(str(dtype).removeprefix("torch."), where)
+    if len(found) > 1:
+        seen = ", ".join(f"{w} is {d}" for d, w in found.items())
+        raise DtypeError(f"module {label}: its floating tensors disagree ({seen}); convert the "
+                         "module and the example inputs to one dtype, e.g. "
+                         "module.to(torch.bfloat16)")
+    if not found:
+        return DEFAULT_DTYPE
+    ((dtype, where),) = found.items()
+    try:
+        return get_dtype(dtype)
+    except DtypeError as e:
+        raise DtypeError(f"module {label}: {where} is {dtype}, {e}") from None
 
 
 workload.from_module = from_module  # type: ignore[attr-defined]  # prism.workload.from_module

@@ -2,6 +2,7 @@
 
     program = generate(graph)          # graph: every grid size, loop range and map concrete
     program.source                     # `@triton.jit` kernels + `run(*inputs)`, the launcher
+    generate(graph, dtype="bfloat16")  # the same module; its PTX signatures take bf16 tensors
 
 The module has one `@triton.jit` function per custom kernel and a launcher `run(*inputs)` that
 takes torch tensors in the graph's input order, runs each pre-defined kernel op as one torch call
@@ -14,7 +15,8 @@ kernel launch `run()` makes is one of these, which is what the cost model charge
   by the loop, then the tile: the tile at block (b_x, b_y, b_z), iteration i starts at
   ((b_p·g_q + b_q)·F + i)·tile;
 - accumulators are fp32 `tl.zeros` carried through `for i in range(F)`; mean and rms divide by the
-  row width × F after the loop;
+  row width × F after the loop; tiles load in the tensors' dtype, every op computes in fp32, and
+  stores convert to the output's dtype (`.to(out_ptr.dtype.element_ty)`);
 - a grid dim that an output's omap maps to no data dim *sums* the blocks' tiles: the kernel writes
   per-block partial tiles into an fp32 buffer [g_p for each summed grid dim p, *output shape], and
   a second Triton kernel, the output's *combine* kernel, adds them in fp32 and writes the output
@@ -27,14 +29,22 @@ non-zero (exp(0) = 1, 0/0) is zeroed again before any reduction reads it. Matmul
 and a broadcast product-sum when a dim is 1. Loads and ops that do not depend on the loop are
 hoisted above it.
 
+The kernels run on whichever of float16, bfloat16 and float32 the tensors are; `dtype` (a name or
+`prism.ir.dtypes.DType`, default float16) is the one the program is generated for: it types the
+tensor arguments of the PTX signatures (`*fp16`, `*bf16`, `*fp32`; partial-tile buffers are
+`*fp32` whatever it is), and for float32 every `tl.dot` asks for IEEE fp32
+(`input_precision="ieee"`), where fp16 and bf16 programs leave Triton's default (tf32 for a tile
+computed in fp32, on a GPU).
+
 The launcher takes the user's tensors and guards them (`_prepare`): a torch tensor of the shape
 the kernel was generated for, contiguous, every input of one floating dtype (float16, bfloat16,
 float32) and on one device the kernels can run on (a CPU tensor only under TRITON_INTERPRET=1, and
-no bfloat16 there: Triton 3.9's interpreter computes bfloat16 `tl.dot` wrong). An input that
-requires grad is detached with a warning: the module is inference-only. An input with a view in
-the graph's interface (`prism.ir.graph.View`: a bias `[N]` that the IR holds as `[1, N]`, a `W.T`)
-is seen through `as_strided`, no copy, and a kernel reads it with the view's strides (constants:
-shapes are concrete); an output with a view is returned reshaped.
+no bfloat16 there: Triton 3.9's interpreter computes bfloat16 `tl.dot` wrong, as
+`bench/bf16_interpreter.py` shows). An input that requires grad is detached with a warning: the
+module is inference-only. An input with a view in the graph's interface (`prism.ir.graph.View`: a
+bias `[N]` that the IR holds as `[1, N]`, a `W.T`) is seen through `as_strided`, no copy, and a
+kernel reads it with the view's strides (constants: shapes are concrete); an output with a view is
+returned reshaped.
 
 Names come from the graph's tensors, made into identifiers (`Namer`); nothing from a user's
 program reaches the source unchecked: comments and docstrings use the identifiers, raw names
@@ -53,6 +63,7 @@ from typing import Any
 from prism.errors import PrismError
 from prism.instantiate.lowering import POW_HELPER, RMS_NORM_HELPER
 from prism.ir.dims import evaluate
+from prism.ir.dtypes import DEFAULT_DTYPE, DType, get_dtype
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
 from prism.ir.ops import OPS, with_defaults
 from prism.ir.spec import check, substitute_graph
@@ -70,7 +81,8 @@ class CodegenError(PrismError):
 @dataclass(frozen=True)
 class KernelSource:
     """One `@triton.jit` function of a program: its name, launch grid and argument types (for
-    offline compilation: `*fp16` for tensors, `*fp32` for partial-sum buffers)."""
+    offline compilation: the program's dtype for tensors, `*fp16` by default; `*fp32` for
+    partial-sum buffers)."""
 
     name: str
     grid: tuple[int, ...]
@@ -99,8 +111,9 @@ class TritonProgram:
 
 
 def generate(graph: KernelGraph, assignment: Mapping[str, int] | None = None,
-             name: str = "") -> TritonProgram:
-    """The Triton module for `graph` (symbolic graphs need an `assignment` of every variable)."""
+             name: str = "", dtype: DType | Any = DEFAULT_DTYPE) -> TritonProgram:
+    """The Triton module for `graph` (symbolic graphs need an `assignment` of every variable),
+    generated for tensors of `dtype` (its PTX signatures; IEEE fp32 dots for float32)."""
     if assignment:
         graph = substitute_graph(graph, assignment)
     if graph.free_vars():
@@ -108,7 +121,7 @@ def generate(graph: KernelGraph, assignment: Mapping[str, int] | None = None,
                            f"{sorted(graph.free_vars())}; pass an assignment (grid sizes, loop "
                            "ranges and map bits) to generate code for one member of the family")
     check(graph)
-    return _Module(graph, name or graph.name).build()
+    return _Module(graph, name or graph.name, get_dtype(dtype)).build()
 
 
 # -- names -----------------------------------------------------------------------------------------
@@ -230,9 +243,10 @@ def _prepare(tensors, specs):
 
 
 class _Module:
-    def __init__(self, graph: KernelGraph, name: str):
+    def __init__(self, graph: KernelGraph, name: str, dtype: DType):
         self.graph = graph
         self.name = name
+        self.dtype = dtype
         self.names = Namer()
         self.shapes = {t: tuple(d.value for d in s) for t, s in graph.tensors}
         # Every tensor the kernels read is contiguous, except inputs seen through a view (a
@@ -391,7 +405,7 @@ class _Module:
             f"        acc += tl.load({parts_ptr} + p * {size} + offs{other})",
             f"    tl.store({out_ptr} + offs, acc.to({out_ptr}.dtype.element_ty){mask})",
         ]) + "\n"
-        sig = ((parts_ptr, "*fp32"), (out_ptr, "*fp16"))
+        sig = ((parts_ptr, "*fp32"), (out_ptr, self.dtype.triton))
         return KernelSource(name, grid, sig, target), source
 
 
@@ -421,6 +435,14 @@ def _pad(n: int) -> int:
     """A tile dim's padded size: a power of two (tl.arange needs one), at least MIN_DOT so that
     tl.dot applies to every matmul whose dims are not 1; a dim of 1 stays 1 (it broadcasts)."""
     return 1 if n == 1 else max(MIN_DOT, 1 << (n - 1).bit_length())
+
+
+def _stretches_into_padding(xs: Sequence[_Val], shape: tuple[int, ...]) -> bool:
+    """Whether an operand of size 1 along a dim broadcasts into that dim's padded lanes: a
+    bias row [1, n] added to a tile of 8 rows padded to 16 puts the bias in rows 8..15, so
+    f(0, b) = 0 no longer keeps them 0 (a sum over the rows would count them)."""
+    return any(x.shape[d] == 1 and n != 1 and _pad(n) != n
+               for x in xs for d, n in enumerate(shape) if d < len(x.shape))
 
 
 def _bcast(rank: int, d: int) -> str:
@@ -484,9 +506,10 @@ class _Kernel:
             suffix = "_parts_ptr" if self.summed_grid(j) else "_ptr"
             out_ptr.append(self.names.fresh(f"{self.module.names(t)}{suffix}"))
         self.arg_names = in_ptr + out_ptr
-        # fp16 tensors, except the fp32 buffers of partial tiles
-        self.arg_types = ["*fp16"] * len(in_ptr) + [
-            "*fp32" if self.summed_grid(j) else "*fp16" for j in range(len(out_ptr))]
+        # tensors of the program's dtype, except the fp32 buffers of partial tiles
+        tensor = self.module.dtype.triton
+        self.arg_types = [tensor] * len(in_ptr) + [
+            "*fp32" if self.summed_grid(j) else tensor for j in range(len(out_ptr))]
         doc = (f"block graph of {self.module.names(op.outputs[0])}: grid {self.grid}, for-loop "
                f"range {self.loops}; " + "; ".join(f"{self.names(t)} tile {list(self.tiles[t])}"
                                                    for t in bg.inputs + bg.outputs))
@@ -628,7 +651,8 @@ class _Kernel:
         comment = (f"# {self.names(name)} = {bop.kind}({', '.join(v.var for v in xs)})"
                    + (f" {_attrs(bop)}" if _attrs(bop) else ""))
         od, attrs = OPS[bop.kind], _attrs(bop)
-        clean = od.zero_preserving(attrs) and all(v.clean for v in xs)
+        clean = (od.zero_preserving(attrs) and all(v.clean for v in xs)
+                 and not _stretches_into_padding(xs, self.tiles[name]))
         if bop.kind == "matmul":
             return self._matmul(bop, xs, comment)
         if bop.kind in ("sum", "mean", "rms_norm", "layer_norm"):
@@ -688,19 +712,21 @@ class _Kernel:
         pm, pk, pn = a.padded[-2], a.padded[-1], b.padded[-1]
         batch = a.padded[:-2]
         za, zb = self._zeroed(a, keep_native=True), self._zeroed(b, keep_native=True)
-        # loaded fp16 tiles go to tl.dot as they are (fp16 MMA, fp32 accumulation); computed
-        # fp32 tiles stay fp32 (tf32 on a GPU)
+        # loaded fp16/bf16 tiles go to tl.dot as they are (fp16/bf16 MMA, fp32 accumulation);
+        # computed fp32 tiles stay fp32 (tf32 on a GPU), except in a float32 program, where
+        # every dot is IEEE fp32
         both_native = a.native and b.native and za == a.var and zb == b.var
+        ieee = ", input_precision=\"ieee\"" if not self.module.dtype.tensor_cores else ""
         if min(pm, pk, pn) >= MIN_DOT:
             if not both_native:
                 za, zb = _as_f32(za), _as_f32(zb)
             nb = math.prod(batch)
             if rank == 2 or (rank == 3 and nb > 1):
-                expr = f"tl.dot({za}, {zb})"
+                expr = f"tl.dot({za}, {zb}{ieee})"
             else:
                 lead = (nb,) if nb > 1 else ()
                 expr = (f"tl.reshape(tl.dot(tl.reshape({za}, {(*lead, pm, pk)!r}), "
-                        f"tl.reshape({zb}, {(*lead, pk, pn)!r})), {val.padded!r})")
+                        f"tl.reshape({zb}, {(*lead, pk, pn)!r}){ieee}), {val.padded!r})")
         else:
             # Σ_k a[..., m, k] · b[..., k, n] as a broadcast product and a sum (dims < 16).
             expr = (f"tl.sum(tl.expand_dims({_as_f32(za)}, {rank}) * "

@@ -7,6 +7,14 @@
 - `cuda`      → `measured`: the generated module on the GPU, median of CUDA-event timings
                 (`triton.testing.do_bench`), checked against the float64 reference once.
 
+Checks run the kernel on copies of the inputs in the program's dtype (`prism.ir.dtypes`) against
+the float64 interpreter on the same dtype-rounded values, within that dtype's tolerance. Triton
+3.9's interpreter computes a bf16 `tl.dot` wrong (`bench/bf16_interpreter.py` shows it: it
+multiplies the raw 16-bit patterns), so under the interpreter a bf16 program's kernel runs on
+fp32 tensors holding the bf16-rounded values (`tensors_for_check`): the same generated kernel
+with fp32 tiles, checked with bf16's tolerance; its PTX compile (the tuner's) is what shows
+the bf16 kernel itself compiles, and on a GPU it runs in bf16.
+
 A backend raises `MeasureError` for a kernel that runs wrong; the tuner scores it `inf`.
 """
 
@@ -22,11 +30,13 @@ import numpy as np
 from prism.cost import DeviceSpec, modeled
 from prism.errors import PrismError
 from prism.instantiate.codegen import TritonProgram
+from prism.ir.dtypes import BFLOAT16, DEFAULT_DTYPE, FLOAT16, DType, get_dtype
 from prism.ir.graph import KernelGraph
 
 MEASURES = ("model", "interpret", "cuda")
 KIND = {"model": "modeled", "interpret": "interpreted", "cuda": "measured"}
-TOLERANCE = 2e-2     # max |got − want| / max |want| for fp16 kernels
+TOLERANCE = FLOAT16.tolerance   # fp16's 2e-2; each dtype's is `DType.tolerance`
+BF16_IN_FP32 = "bf16 values in fp32 tiles (Triton 3.9's interpreter computes bf16 tl.dot wrong)"
 
 
 class MeasureError(PrismError):
@@ -63,16 +73,35 @@ def random_inputs(graph: KernelGraph, seed: int = 0, scale: float = 0.5) -> list
     return out
 
 
-def check_outputs(graph: KernelGraph, program: TritonProgram, module: Any, device: str,
-                  arrays: list[np.ndarray] | None = None) -> float:
-    """Run `module` on fp16 copies of `arrays` with poisoned outputs; return the worst relative
-    error against the float64 interpreter on the same (fp16-rounded) values, or raise."""
+def tensors_for_check(arrays: list[np.ndarray], dtype: DType, device: str) -> list[Any]:
+    """`arrays` rounded to `dtype`, as torch tensors on `device` ("cpu": Triton's interpreter):
+    of that dtype, except bf16 in the interpreter, which are fp32 tensors holding the
+    bf16-rounded values (the module docstring says why)."""
     import torch
 
+    rounded = [torch.tensor(a, dtype=getattr(torch, dtype.name), device=device) for a in arrays]
+    return [t.float() for t in rounded] if dtype == BFLOAT16 and device == "cpu" else rounded
+
+
+def check_where(dtype: DType, device: str) -> str:
+    """Where a check runs, in words: "gpu", "triton interpreter", and for bf16 in the
+    interpreter how (`BF16_IN_FP32`)."""
+    if device != "cpu":
+        return "gpu"
+    return "triton interpreter" + (f", {BF16_IN_FP32}" if dtype == BFLOAT16 else "")
+
+
+def check_outputs(graph: KernelGraph, program: TritonProgram, module: Any, device: str,
+                  arrays: list[np.ndarray] | None = None,
+                  dtype: DType | str = DEFAULT_DTYPE) -> float:
+    """Run `module` on copies of `arrays` in `dtype` (`tensors_for_check`) with poisoned
+    outputs; return the worst relative error against the float64 interpreter on the same
+    (dtype-rounded) values, or raise when it is over the dtype's tolerance."""
     from prism.ir.interpret import interpret
 
+    dt = get_dtype(dtype)
     arrays = arrays if arrays is not None else random_inputs(graph)
-    tensors = [torch.tensor(a, dtype=torch.float16, device=device) for a in arrays]
+    tensors = tensors_for_check(arrays, dt, device)
     # the arrays are in the user's layout (what `run` takes); the interpreter takes the IR's
     want = graph.to_user(interpret(graph, *graph.to_ir([t.double().cpu().numpy()
                                                         for t in tensors])))
@@ -87,15 +116,15 @@ def check_outputs(graph: KernelGraph, program: TritonProgram, module: Any, devic
             raise MeasureError(f"output {name} has shape {g64.shape} (want {w.shape}) or "
                                "non-finite values: the kernel left lanes unwritten or overflowed")
         err = rel_err(g64, w)
-        if err > TOLERANCE:
+        if err > dt.tolerance:
             raise MeasureError(f"output {name} differs from the float64 reference by {err:.2e} "
-                               f"(relative; fp16 tolerance {TOLERANCE})")
+                               f"(relative; {dt.tolerance_text})")
         worst = max(worst, err)
     return worst
 
 
 def rel_err(got: np.ndarray, want: np.ndarray) -> float:
-    """max |got − want| / max |want|: the relative error the fp16 tolerance is stated in."""
+    """max |got − want| / max |want|: the relative error the tolerances are stated in."""
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
 
 
@@ -111,6 +140,7 @@ def poison(module: Any) -> None:
 
 @dataclass
 class InterpretBackend:
+    dtype: DType = DEFAULT_DTYPE
     name: str = "interpret"
     kind: str = "interpreted"
 
@@ -123,12 +153,13 @@ class InterpretBackend:
                                "--measure cuda, or set TRITON_INTERPRET=1 before starting")
         module = load(program)
         started = time.perf_counter()
-        check_outputs(graph, program, module, "cpu")
+        check_outputs(graph, program, module, "cpu", dtype=self.dtype)
         return (time.perf_counter() - started) * 1e6
 
 
 @dataclass
 class CudaBackend:
+    dtype: DType = DEFAULT_DTYPE
     name: str = "cuda"
     kind: str = "measured"
 
@@ -142,41 +173,41 @@ class CudaBackend:
             raise MeasureError("--measure cuda needs a CUDA GPU and TRITON_INTERPRET unset; "
                                "use --measure model (or interpret) on this machine")
         module = load(program)
-        check_outputs(graph, program, module, "cuda")
-        inputs = [torch.tensor(a, dtype=torch.float16, device="cuda")
-                  for a in random_inputs(graph)]
+        check_outputs(graph, program, module, "cuda", dtype=self.dtype)
+        inputs = tensors_for_check(random_inputs(graph), self.dtype, "cuda")
         return bench_cuda(lambda: module.run(*inputs))
 
 
 def check_kernel(graph: KernelGraph, source: str, arrays: list[np.ndarray] | None = None,
-                 reference: Callable[..., list[np.ndarray]] | None = None) -> dict[str, Any]:
-    """Run the generated module (in the interpreter on CPU, else on the GPU) on fp16 copies of
-    `arrays` with poisoned outputs, against the float64 interpreter of `graph` and, when given,
-    the torch `reference`: a report, never an exception for a wrong kernel."""
-    import torch
-
+                 reference: Callable[..., list[np.ndarray]] | None = None,
+                 dtype: DType | str = DEFAULT_DTYPE) -> dict[str, Any]:
+    """Run the generated module (in the interpreter on CPU, else on the GPU) on copies of
+    `arrays` in `dtype` with poisoned outputs, against the float64 interpreter of `graph` and,
+    when given, the torch `reference`, within the dtype's tolerance: a report that names the
+    dtype, the tolerance and where it ran, never an exception for a wrong kernel."""
     from prism.instantiate.triton_backend import interpreting, load
+    dt = get_dtype(dtype)
     program = TritonProgram(source, (), tuple(graph.inputs), tuple(graph.outputs))
     device = "cpu" if interpreting() else "cuda"
     arrays = arrays if arrays is not None else random_inputs(graph)
     started = time.perf_counter()
     module = load(program)
+    said = {"where": check_where(dt, device), "dtype": dt.name, "tolerance": dt.tolerance}
     try:
-        err = check_outputs(graph, program, module, device, arrays)
+        err = check_outputs(graph, program, module, device, arrays, dt)
     except MeasureError as e:
-        return {"checked": True, "passed": False, "error": str(e)}
-    out: dict[str, Any] = {"checked": True, "passed": True,
-                           "where": "triton interpreter" if device == "cpu" else "gpu",
+        return {"checked": True, "passed": False, "error": str(e), **said}
+    out: dict[str, Any] = {"checked": True, "passed": True, **said,
                            "max_rel_err_vs_interpreter": err}
     if reference is not None:
-        tensors = [torch.tensor(a, dtype=torch.float16, device=device) for a in arrays]
+        tensors = tensors_for_check(arrays, dt, device)
         with np.errstate(all="ignore"):
             got = module.run(*tensors)
         got = list(got) if isinstance(got, tuple) else [got]
         want = reference(*[t.double().cpu().numpy() for t in tensors])
         rel = max(rel_err(g.double().cpu().numpy(), w) for g, w in zip(got, want, strict=True))
         out["max_rel_err_vs_torch"] = rel
-        out["passed"] = rel <= TOLERANCE
+        out["passed"] = rel <= dt.tolerance
     out["seconds"] = round(time.perf_counter() - started, 3)
     return out
 
@@ -185,12 +216,12 @@ def make_backend(measure: str, device: DeviceSpec) -> Backend:
     if measure == "model":
         return ModelBackend(device)
     if measure == "interpret":
-        return InterpretBackend()
+        return InterpretBackend(device.dtype)
     if measure == "cuda":
         import torch
         if not torch.cuda.is_available():
             raise MeasureError("--measure cuda needs a CUDA GPU and torch sees none here; use "
                                "--measure model (the cost model) or interpret (Triton's "
                                "interpreter, for correctness)")
-        return CudaBackend()
+        return CudaBackend(device.dtype)
     raise MeasureError(f"unknown measure backend {measure!r}; use one of {', '.join(MEASURES)}")

@@ -1,9 +1,9 @@
 """The result database: every measurement, keyed by everything that can invalidate it.
 
 A key is the SHA-256 of the concrete kernel graph's JSON, the generated source's hash, the
-backend's kind and device, and the versions it ran under (Triton, torch, GPU name, the cost
-model's and code generator's own source). Records append to a JSONL file, one per measurement;
-the last record of a key wins.
+backend's kind, the device and the dtype the program runs in, and the versions it ran under
+(Triton, torch, GPU name, the cost model's and code generator's own source). Records append to a
+JSONL file, one per measurement; the last record of a key wins.
 
 The database is a cache, so nothing in it is trusted: each record is checked on load against
 its schema (`record_problem`: a SHA-256 key, a configuration name, a known kind, a latency that

@@ -14,7 +14,8 @@
 3. the best finalist wins: by the backend's latency, except that interpreted timings rank nothing
    (they are CPU wall times), so the interpreter's finalists are ranked by the model.
 
-Measurements are cached in a `ResultDB` under a key holding everything that can invalidate them.
+Measurements are cached in a `ResultDB` under a key holding everything that can invalidate them
+(the device's dtype among them). Programs are generated for the device's dtype.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
         return None
 
     for trial in finalists:
-        _generate(trial)
+        _generate(trial, device)
     workers = workers or max(1, min(4, os.cpu_count() or 1))
     built: queue.Queue[Trial] = queue.Queue()
     threads = _compile_in_background(finalists, compile_ptx, workers, built)
@@ -211,9 +212,10 @@ def _screen(config: Config, device: DeviceSpec, tracer: Tracer) -> Trial:
     return trial
 
 
-def _generate(trial: Trial) -> None:
+def _generate(trial: Trial, device: DeviceSpec) -> None:
     try:
-        trial.program = generate(trial.config.concrete(), name=trial.config.id)
+        trial.program = generate(trial.config.concrete(), name=trial.config.id,
+                                 dtype=device.dtype)
     except PrismError as e:
         trial.error = str(e)
 
@@ -258,8 +260,11 @@ def _compile_in_background(trials: list[Trial], compile_ptx: bool, workers: int,
 
 
 def _context(backend: Backend, device: DeviceSpec) -> dict[str, Any]:
+    # the dtype too: an fp32 timing (twice the bytes) is never an fp16 one
     ctx: dict[str, Any] = {"backend": backend.name, "device": device.name,
-                           "model": source_version("prism.cost.model", "prism.cost.devices")}
+                           "dtype": device.dtype.name,
+                           "model": source_version("prism.cost.model", "prism.cost.devices",
+                                                   "prism.ir.dtypes")}
     if backend.name != "model":
         from prism.instantiate.triton_backend import versions
         ctx.update(versions(), codegen=source_version("prism.instantiate.codegen",
