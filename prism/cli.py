@@ -467,6 +467,10 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
             print(f"  check: {check_text(b['check'])}")
             print(f"  modeled speed-up over eager: "
                   f"{doc['baseline']['modeled_speedup_vs_eager']:.2f}x")
+            outside = doc.get("fusion", {}).get("outside", [])
+            if outside:
+                ops = ", ".join(f"{o['op']} ({o['tensor']})" for o in outside)
+                print(f"  outside custom kernels: {ops}: {outside[0]['why']}")
         for name, path in doc["files"].items():
             print(f"  {name}: {path}")
         for note in doc.get("notes", []):

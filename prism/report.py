@@ -131,7 +131,16 @@ def _result(check: dict[str, Any] | None) -> str:
             f"<b>{check['eager_us'] / check['modeled_us']:.2f}×</b>; modeled latency / roofline: "
             f"{check['modeled_us'] / check['roofline_us']:.2f}×. Parameters: "
             f"<code>{_e(check['params'])}</code>.</p>"
-            f"<p>Check: {_e(check_text(check.get('check') or {}))}</p>")
+            f"<p>Check: {_e(check_text(check.get('check') or {}))}</p>{_outside(check)}")
+
+
+def _outside(check: dict[str, Any]) -> str:
+    """The ops the winner runs as pre-defined kernels, outside its custom kernels, and why."""
+    outside = check.get("outside") or []
+    if not outside:
+        return ""
+    ops = ", ".join(f"<code>{_e(o['op'])}</code> ({_e(o['tensor'])})" for o in outside)
+    return f"<p>Outside custom kernels: {ops}. Why: {_e(outside[0]['why'])}.</p>"
 
 
 def _picture(check: dict[str, Any] | None) -> str:

@@ -423,6 +423,14 @@ def _pad(n: int) -> int:
     return 1 if n == 1 else max(MIN_DOT, 1 << (n - 1).bit_length())
 
 
+def _stretches_into_padding(xs: Sequence[_Val], shape: tuple[int, ...]) -> bool:
+    """Whether an operand of size 1 along a dim broadcasts into that dim's padded lanes: a
+    bias row [1, n] added to a tile of 8 rows padded to 16 puts the bias in rows 8..15, so
+    f(0, b) = 0 no longer keeps them 0 (a sum over the rows would count them)."""
+    return any(x.shape[d] == 1 and n != 1 and _pad(n) != n
+               for x in xs for d, n in enumerate(shape) if d < len(x.shape))
+
+
 def _bcast(rank: int, d: int) -> str:
     if rank == 1:
         return ""
@@ -628,7 +636,8 @@ class _Kernel:
         comment = (f"# {self.names(name)} = {bop.kind}({', '.join(v.var for v in xs)})"
                    + (f" {_attrs(bop)}" if _attrs(bop) else ""))
         od, attrs = OPS[bop.kind], _attrs(bop)
-        clean = od.zero_preserving(attrs) and all(v.clean for v in xs)
+        clean = (od.zero_preserving(attrs) and all(v.clean for v in xs)
+                 and not _stretches_into_padding(xs, self.tiles[name]))
         if bop.kind == "matmul":
             return self._matmul(bop, xs, comment)
         if bop.kind in ("sum", "mean", "rms_norm", "layer_norm"):
