@@ -138,6 +138,10 @@ class Fusion:
     def why_outside(self, best: BestKernel | None) -> str:
         """Why the winner runs some ops as pre-defined kernels: from the searches' outcomes."""
         f = self.fusion_search
+        if "not_run" in f:
+            return (f"the search's block vocabulary cannot hold it ({f['not_run']}), so only "
+                    "the partial-fusion search ran, with pre-defined kernel ops "
+                    f"{', '.join(self.kernel_ops)}")
         how = (f"was exhaustive over {f['families']['generated']:,} families"
                if f.get("exhaustive") else
                f"stopped ({f.get('stop_reason')}) after {f['families']['generated']:,} families")
@@ -324,9 +328,9 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
         result.notes += folder.notes
     try:
         # the search is its own stage on the trace ("search", from `prism.search`)
-        stop = _either(cancel, interrupt)
+        halt = _either(cancel, interrupt)
         result.search, result.fusion = _fused_or_partial(
-            graph, name, search_config, budget_s * SEARCH_SHARE, checkpoint, tracer, stop, spec,
+            graph, name, search_config, budget_s * SEARCH_SHARE, checkpoint, tracer, halt, spec,
             runner)
         result.interrupted = interrupt is not None and interrupt.is_set()
         result.notes += result.search.notes
@@ -433,26 +437,37 @@ def _fused_or_partial(graph: KernelGraph, name: str, config: SearchConfig | None
     than its budget). Not run for a checkpoint, a config that already allows kernel ops, a
     program of one op, or a cancelled run."""
     started = time.perf_counter()
-    fused = _search(graph, name, config, budget_s, checkpoint, tracer, cancel, device, runner)
-    fusion = Fusion(fused.summary())
     from prism.search.config import KERNEL_VOCABULARY
+    from prism.search.driver import expressible
     kinds = {op.kind for op in graph.ops}
     kernel_ops = tuple(k for k in KERNEL_VOCABULARY if k in kinds)
     computing = [op for op in graph.ops if op.kind in KERNEL_VOCABULARY]
-    fits = [c for c in fused.equivalent if c.modeled_us is not None]
-    if (fits or checkpoint is not None or len(computing) < 2
-            or (config is not None and config.kernel_ops)
-            or (cancel is not None and cancel.is_set())):
-        return fused, fusion
+    # a config whose block vocabulary lacks some of the program's ops: no fusion search can
+    # hold them, so only the partial one runs (never refuse what was traced)
+    missing = expressible(graph, config) if config is not None and checkpoint is None and \
+        computing else []
+    if missing:
+        fusion = Fusion({"not_run": "; ".join(missing)})
+    else:
+        fused = _search(graph, name, config, budget_s, checkpoint, tracer, cancel, device,
+                        runner)
+        fusion = Fusion(fused.summary())
+        fits = [c for c in fused.equivalent if c.modeled_us is not None]
+        if (fits or checkpoint is not None or len(computing) < 2
+                or (config is not None and config.kernel_ops)
+                or (cancel is not None and cancel.is_set())):
+            return fused, fusion
     left = max(budget_s - (time.perf_counter() - started), budget_s * PARTIAL_SHARE)
     base = config or search_config_for(graph, left, device)
     partial = replace(base, kernel_ops=kernel_ops, budget_s=left)
     found = _search(graph, name, partial, left, None, tracer, cancel, device, runner,
                     ids=PARTIAL_IDS)
-    found.notes.insert(0, "no program of one custom kernel holding every op was proved "
-                       "equivalent with a member that fits the device, so a partial-fusion "
-                       f"search ran with pre-defined kernel ops {', '.join(kernel_ops)} allowed "
-                       "(its candidates are named pc1, pc2, ...)")
+    why = (f"the search's block vocabulary cannot hold {'; '.join(missing)}" if missing else
+           "no program of one custom kernel holding every op was proved equivalent with a "
+           "member that fits the device")
+    found.notes.insert(0, f"{why}, so a partial-fusion search ran with pre-defined kernel ops "
+                       f"{', '.join(kernel_ops)} allowed (its candidates are named pc1, pc2, "
+                       "...)")
     return found, replace(fusion, partial_search=found.summary(), kernel_ops=kernel_ops)
 
 
