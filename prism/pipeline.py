@@ -351,7 +351,7 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
             # not run says so); one set aside is scored inf, as in tuning
             finalists = result.tuning.ranked()[:MAX_CHECKED]
             for trial in itertools.chain(finalists, _last_resort(
-                    result, finalists, configs, backend, spec, tracer, db)):
+                    result, finalists, configs, backend, spec, tracer, db, cancel)):
                 best = _best_kernel(result, trial, spec)
                 if not best.proved:
                     _set_aside(result, trial, "has no equivalence proof on record (no verdict "
@@ -587,12 +587,13 @@ def best_summary(result: OptimizeResult) -> dict[str, Any]:
 
 
 def _last_resort(result: OptimizeResult, finalists: list[Trial], configs: list[Config],
-                 backend: Any, spec: DeviceSpec, tracer: Tracer,
-                 db: ResultDB | None) -> Iterator[Trial]:
+                 backend: Any, spec: DeviceSpec, tracer: Tracer, db: ResultDB | None,
+                 cancel: threading.Event | None = None) -> Iterator[Trial]:
     """The input program, measured only when the loop reaches it (every finalist set aside)
     and it was not a finalist: it computes the program by definition, so a traced program
-    always leaves a checked kernel."""
-    if any(t.config.candidate == INPUT_PROGRAM for t in finalists):
+    always leaves a checked kernel. Not after a cancel, which stops every stage."""
+    if any(t.config.candidate == INPUT_PROGRAM for t in finalists) or (
+            cancel is not None and cancel.is_set()):
         return
     from prism.tune.tuner import tune_one
     config = next(c for c in configs if c.candidate == INPUT_PROGRAM)

@@ -22,6 +22,7 @@ from prism.pipeline import INPUT_PROGRAM, Check
 from prism.trace import (
     CandidateVerified,
     Event,
+    FamilyGenerated,
     FamilyPruned,
     Measured,
     SearchFinished,
@@ -100,12 +101,15 @@ def page(events: Sequence[Event], title: str | None = None) -> str:
     proof, the tuning plot, and the search's counts with an example of each rule's reason."""
     check = next((e.summary for e in events if isinstance(e, StageFinished)
                   and e.stage == "check" and e.summary.get("best")), None)
-    search = next((e.summary for e in events if isinstance(e, SearchFinished)), None)
+    searches = [e.summary for e in events if isinstance(e, SearchFinished)]
+    search = searches[0] if searches else None
     device = next((e.device for e in events if isinstance(e, Measured) and e.device), None)
     name = title or (search or {}).get("target") or "a run"
     heading = f"Prism Workbench: {name}" + (f" on {device}" if device else "")
     parts = [f"<h1>{_e(heading)}</h1>", _result(check), _picture(check),
-             _proof(check, events), _plot(events, check), _search(search, events)]
+             _proof(check, events), _plot(events, check),
+             *(_search(s, events, _is_partial(events, searches, k))
+               for k, s in enumerate(searches))]
     return ("<!doctype html><html><head><meta charset='utf-8'><title>Prism: "
             f"{_e(name)}</title><style>{_CSS}</style></head><body>"
             + "\n".join(parts) + "</body></html>")
@@ -264,19 +268,27 @@ def tuning_svg(measured: Sequence[Measured], bounds: Sequence[tuple[float, str]]
     return "".join(out)
 
 
-def _search(search: dict[str, Any] | None, events: Sequence[Event]) -> str:
-    if search is None:
-        return ""
+def _is_partial(events: Sequence[Event], searches: Sequence[Any], k: int) -> bool:
+    """Whether search `k` of the run is the partial-fusion search (family ids `pf…`): the
+    second of two, or the only one when the fusion search could not run."""
+    return k == 1 or (len(searches) == 1 and any(
+        isinstance(e, FamilyPruned | FamilyGenerated) and e.id.startswith("pf") for e in events))
+
+
+def _search(search: dict[str, Any], events: Sequence[Event], partial: bool = False) -> str:
+    """A search's counts and an example of each rule's reason; `partial`: the partial-fusion
+    search's, whose family ids start with `pf`."""
     fam = search["families"]
     rows = "".join(f"<tr><td>{_e(rule)}</td><td>{n}</td></tr>"
                    for rule, n in fam["pruned"].items())
     examples: dict[str, FamilyPruned] = {}
     for e in events:
-        if isinstance(e, FamilyPruned):
+        if isinstance(e, FamilyPruned) and e.id.startswith("pf") == partial:
             examples.setdefault(e.rule, e)
     listed = "".join(f"<li><b>{_e(rule)}</b> {_e(e.id)}: {_e(e.reason)}</li>"
                      for rule, e in examples.items())
     state = "complete" if search.get("complete") else f"stopped: {search.get('stop_reason')}"
-    return (f"<h2>Search</h2><p>{fam['generated']} families generated, {fam['kept']} kept, "
+    title = "Partial-fusion search (pre-defined kernel ops allowed)" if partial else "Search"
+    return (f"<h2>{title}</h2><p>{fam['generated']} families generated, {fam['kept']} kept, "
             f"{fam.get('complete', 0)} complete; verdicts {_e(search.get('verdicts', {}))}; "
             f"{_e(state)}</p><table><tr><th>rule</th><th>pruned</th></tr>{rows}</table><ul>{listed}</ul>")

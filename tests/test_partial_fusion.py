@@ -11,6 +11,8 @@ and the search's own JSON for the claims the text makes.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -113,3 +115,31 @@ def test_ops_the_block_vocabulary_lacks_run_outside_instead_of_a_refusal():
     assert len(result.best.graph.custom_ops) == 1
     assert "block vocabulary cannot hold" in fusion["outside"][0]["why"]
     assert doc["baseline"]["modeled_speedup_vs_eager"] > 1
+
+
+RESIDUAL = '''
+import torch
+import prism
+
+@prism.workload(X=(8, 32), W=(32, 16), R=(8, 16))
+def silu_plus_residual(X, W, R):
+    return torch.nn.functional.silu(X @ W) + R
+'''
+
+
+def test_prism_optimize_prints_and_reports_the_ops_left_outside(capsys, tmp_path):
+    from prism.cli import main
+    (tmp_path / "mine.py").write_text(RESIDUAL)
+    out = tmp_path / "out"
+    code = main(["optimize", f"{tmp_path / 'mine.py'}:silu_plus_residual", "--block-ops",
+                 "matmul,silu", "--budget", "120", "--out", str(out), "--max-trials", "2"])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    line = next(ln for ln in text.splitlines() if "outside custom kernels:" in ln)
+    assert "add (" in line and "block vocabulary cannot hold" in line
+    doc = json.loads((out / "result.json").read_text())
+    assert [o["op"] for o in doc["fusion"]["outside"]] == ["add"]
+    assert doc["best"]["candidate"].startswith("pc")
+    page = (out / "report.html").read_text()
+    assert "Outside custom kernels: <code>add</code>" in page
+    assert "Partial-fusion search (pre-defined kernel ops allowed)" in page
