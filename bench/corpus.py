@@ -1,6 +1,8 @@
 """Optimize every program of the test corpus (`tests/corpus/corpus_programs.py`) and print the
 table the programs issue asks for: custom kernels and the ops left outside them, the check
-against torch, the modeled speed-up over eager, the search's time and whether it was exhaustive.
+against torch, the modeled speed-up over eager, the search's time and whether it was exhaustive
+(both searches' when the fusion search proved no program that fits and a partial-fusion search
+ran: times and families added, `exhaustive` the fusion search's / the partial search's).
 
     .venv/bin/python bench/corpus.py [NAME ...] [--budget S] [--json FILE]
 
@@ -40,7 +42,10 @@ def _row(name: str, target: Any, budget: float) -> dict[str, Any]:
     except prism.PrismError as e:
         return {"program": name, "refused": f"{type(e).__name__}: {e}"}
     doc = result.to_json()
-    best, search = doc["best"] or {}, doc["search"] or {}
+    best = doc["best"] or {}
+    fusion = doc.get("fusion") or {}
+    searches = [s for s in (fusion.get("fusion_search"), fusion.get("partial_search")) if s] \
+        or [doc["search"] or {}]
     custom = [op for op in result.best.graph.ops if op.kind == "customized"] \
         if result.best else []
     outside = sorted({op.kind for op in result.best.graph.ops
@@ -49,9 +54,11 @@ def _row(name: str, target: Any, budget: float) -> dict[str, Any]:
             "check": (best.get("check") or {}).get("status"),
             "latency_us": best.get("latency_us"), "latency_kind": best.get("latency_kind"),
             "speedup_vs_eager": doc["baseline"]["modeled_speedup_vs_eager"],
-            "search_s": round(float(search.get("seconds", 0.0)), 1),
-            "families": (search.get("families") or {}).get("generated"),
-            "exhaustive": search.get("exhaustive"),
+            "search_s": round(sum(float(s.get("seconds", 0.0)) for s in searches), 1),
+            "families": sum((s.get("families") or {}).get("generated", 0) for s in searches),
+            "exhaustive": " / ".join(str(s.get("exhaustive")) for s in searches),
+            "partial_fusion": len(searches) > 1,
+            "dtype": getattr(target, "dtype", "float16"),
             "seconds": round(time.perf_counter() - start, 1)}
 
 
@@ -79,13 +86,15 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(row), flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
-    print("\n| program | custom kernels | outside custom kernels | check | modeled speed-up | "
-          "search s | families | exhaustive |\n|---|---|---|---|---|---|---|---|")
+    print("\n| program | dtype | custom kernels | outside custom kernels | check | "
+          "modeled speed-up | search s | families | exhaustive |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "refused" in r:
-            print(f"| {r['program']} | refused: {r['refused']} |||||||")
+            print(f"| {r['program']} | refused: {r['refused']} ||||||||")
             continue
-        print(f"| {r['program']} | {r['custom_kernels']} | {', '.join(r['outside']) or '-'} | "
+        print(f"| {r['program']} | {r['dtype']} | {r['custom_kernels']} | "
+              f"{', '.join(r['outside']) or '-'} | "
               f"{r['check']} | {r['speedup_vs_eager']} | {r['search_s']} | {r['families']} | "
               f"{r['exhaustive']} |")
     return 0

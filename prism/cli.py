@@ -456,7 +456,8 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
                                interrupt=interrupt, executor=_executor(args))
     doc = result.to_json()
     if not args.json:
-        print(f"{doc['target']} on {doc['device']} (measure: {doc['measure']}), "
+        dtype = "" if doc["dtype"] == "float16" else f", dtype: {doc['dtype']}"
+        print(f"{doc['target']} on {doc['device']} (measure: {doc['measure']}{dtype}), "
               f"{doc['seconds']:.1f} s")
         rows = result_rows(best_summary(result))
         width = max(len(w) for w, _, _ in rows)
@@ -468,6 +469,10 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
             print(f"  check: {check_text(b['check'])}")
             print(f"  modeled speed-up over eager: "
                   f"{doc['baseline']['modeled_speedup_vs_eager']:.2f}x")
+            outside = doc.get("fusion", {}).get("outside", [])
+            if outside:
+                ops = ", ".join(f"{o['op']} ({o['tensor']})" for o in outside)
+                print(f"  outside custom kernels: {ops}: {outside[0]['why']}")
         for name, path in doc["files"].items():
             print(f"  {name}: {path}")
         for note in doc.get("notes", []):

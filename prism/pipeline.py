@@ -4,7 +4,11 @@
     result.best.triton_source; result.best.latency_us; result.best.latency_kind; result.trace
 
 1. **search**     symbolic search and verification (`prism.search`), or a symbolic checkpoint
-                  re-instantiated at this program's shapes;
+                  re-instantiated at this program's shapes; when no program of one custom
+                  kernel holding every op is proved equivalent, a second search (*partial
+                  fusion*, ids `pf`/`pc`) lets the program's ops also run as pre-defined
+                  kernel ops, so the ops a block cannot hold stay outside and the rest is
+                  still fused (`Fusion`: which ops stayed outside and why);
 2. **instantiate** grid sizes and loop ranges for every verified sGraph
                   (`prism.instantiate.params`); the input program itself is always a candidate
                   too, so a search that finds nothing still leaves a kernel (labelled as such);
@@ -35,10 +39,11 @@ rather than leave an incomplete record; a failing optional listener (a view) bec
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -57,6 +62,8 @@ SEARCH_SHARE = 0.75        # of the budget; tuning and checking get the rest
 MAX_CHECK_STEPS = 2048     # blocks × loop iterations the interpreter runs for the final check
 MAX_CHECKED = 3            # finalists tried in turn when the best fails its check
 INPUT_PROGRAM = "input"    # the candidate id of the user's own program
+PARTIAL_SHARE = 0.25       # of the search's budget, kept for the partial-fusion search at least
+PARTIAL_IDS = ("pf", "pc")  # its family and candidate ids, beside the fusion search's f/c
 
 CheckStatus = Literal["passed", "failed", "not run"]
 CHECK_STATUSES: tuple[CheckStatus, ...] = ("passed", "failed", "not run")
@@ -118,6 +125,57 @@ class Check:
 
 
 NOT_CHECKED = Check.not_run("the pipeline has not checked it")
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How much of the program the custom kernels hold: the fusion search (one custom kernel
+    holding every op) and, when it proved no program, the partial-fusion search that may also
+    run the program's ops as pre-defined kernel ops (`kernel_ops`)."""
+
+    fusion_search: dict[str, Any]               # its summary
+    partial_search: dict[str, Any] | None = None
+    kernel_ops: tuple[str, ...] = ()            # what the partial search may run outside
+
+    def why_outside(self, best: BestKernel | None) -> str:
+        """Why the winner runs some ops as pre-defined kernels: from the searches' outcomes."""
+        f = self.fusion_search
+        if "not_run" in f:
+            return (f"the search's block vocabulary cannot hold it ({f['not_run']}), so only "
+                    "the partial-fusion search ran, with pre-defined kernel ops "
+                    f"{', '.join(self.kernel_ops)}")
+        how = (f"was exhaustive over {f['families']['generated']:,} families"
+               if f.get("exhaustive") else
+               f"stopped ({f.get('stop_reason')}) after {f['families']['generated']:,} families")
+        pruned = ", ".join(f"{rule} {n:,}" for rule, n in f["families"]["pruned"].items() if n)
+        proved = f["verdicts"].get("equivalent", 0)
+        fits = (f"{proved:,} proved equivalent, none with a member that fits the device"
+                if proved else "none proved equivalent")
+        fused = (f"no program of one custom kernel holding every op fits: the fusion search "
+                 f"{how} (pruned: {pruned or 'none'}; {fits})")
+        if best is not None and best.is_input_program:
+            if self.partial_search is None:
+                return f"the input program was kept: {fused}"
+            return (f"the input program was kept: {fused}, and no proved program of the "
+                    "partial-fusion search was faster or passed its check")
+        if self.partial_search is None:
+            return "the search's best program runs it as a pre-defined kernel op"
+        return (f"{fused}; the partial-fusion search, with pre-defined kernel ops "
+                f"{', '.join(self.kernel_ops)}, found this program the best")
+
+    def to_json(self, best: BestKernel | None = None) -> dict[str, Any]:
+        outside = outside_ops(best.graph) if best is not None else []
+        why = self.why_outside(best) if outside else None
+        return {"outside": [{**o, "why": why} for o in outside],
+                "fusion_search": self.fusion_search, "partial_search": self.partial_search,
+                **({"kernel_ops": list(self.kernel_ops)} if self.kernel_ops else {})}
+
+
+def outside_ops(graph: KernelGraph) -> list[dict[str, str]]:
+    """The compute ops `graph` runs as pre-defined kernels, outside every custom kernel."""
+    from prism.ir.ops import OPS
+    return [{"op": op.kind, "tensor": op.outputs[0]} for op in graph.ops
+            if op.kind in OPS and OPS[op.kind].compute]
 
 
 @dataclass
@@ -187,17 +245,21 @@ class OptimizeResult:
     notes: list[str] = field(default_factory=list)
     interrupted: bool = False           # the search was stopped by `interrupt` (Ctrl-C)
     output: Path | None = None          # where the output folder ended up, when one was given
+    fusion: Fusion | None = None        # what stayed outside custom kernels and why
+    dtype: str = "float16"              # what the program's tensors are: every stage's bytes
 
     def to_json(self) -> dict[str, Any]:
         best = self.best.to_json() if self.best else None
         speedup = (self.eager_us / self.best.modeled_us) if self.best else None
-        return {"target": self.target, "device": self.device, "measure": self.measure,
+        return {"target": self.target, "device": self.device, "dtype": self.dtype,
+                "measure": self.measure,
                 "seconds": round(self.seconds, 3), "best": best,
                 "baseline": {"eager_latency_us": round(self.eager_us, 4),
                              "eager_latency_kind": "modeled",
                              "roofline_us": round(self.roofline_us, 4),
                              "modeled_speedup_vs_eager": round(speedup, 3) if speedup else None},
                 "search": self.search.summary() if self.search else None,
+                **({"fusion": self.fusion.to_json(self.best)} if self.fusion else {}),
                 "tuning": self.tuning.summary() if self.tuning else None,
                 "trials": [t.to_json() for t in self.tuning.finalists] if self.tuning else [],
                 "files": self.files, **({"notes": self.notes} if self.notes else {}),
@@ -274,13 +336,16 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
         listening.append(tracer.subscribe(writer, required=True))
     backend = make_backend(measure, spec)
     result = OptimizeResult(name, spec.name, measure, graph, None, None, None,
-                            eager_us(graph, spec), roofline_us(graph, spec), [])
+                            eager_us(graph, spec), roofline_us(graph, spec), [],
+                            dtype=spec.dtype.name)
     if folder is not None:
         result.notes += folder.notes
     try:
         # the search is its own stage on the trace ("search", from `prism.search`)
-        result.search = _search(graph, name, search_config, budget_s * SEARCH_SHARE,
-                                checkpoint, tracer, _either(cancel, interrupt), spec, runner)
+        halt = _either(cancel, interrupt)
+        result.search, result.fusion = _fused_or_partial(
+            graph, name, search_config, budget_s * SEARCH_SHARE, checkpoint, tracer, halt, spec,
+            runner)
         result.interrupted = interrupt is not None and interrupt.is_set()
         result.notes += result.search.notes
         with tracer.stage("instantiate") as summary:
@@ -298,7 +363,9 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
         with tracer.stage("check") as summary:
             # the best finalist that is proved and does not fail its check (a check that could
             # not run says so); one set aside is scored inf, as in tuning
-            for trial in result.tuning.ranked()[:MAX_CHECKED]:
+            finalists = result.tuning.ranked()[:MAX_CHECKED]
+            for trial in itertools.chain(finalists, _last_resort(
+                    result, finalists, configs, backend, spec, tracer, db, cancel)):
                 best = _best_kernel(result, trial, spec)
                 if not best.proved:
                     _set_aside(result, trial, "has no equivalence proof on record (no verdict "
@@ -371,10 +438,57 @@ def search_config_for(graph: KernelGraph, budget_s: float,
                         device=get_device(device) if device is not None else default_device())
 
 
+def _fused_or_partial(graph: KernelGraph, name: str, config: SearchConfig | None,
+                      budget_s: float, checkpoint: str | Path | None, tracer: Tracer,
+                      cancel: threading.Event | None, device: DeviceSpec,
+                      runner: Executor) -> tuple[SearchResult, Fusion]:
+    """The fusion search (`_search`) and, when it proved no program, the partial-fusion search:
+    the same caps with the program's own ops also allowed as pre-defined kernel ops, so an op
+    no block can hold here (a row too long for one tile, a reduction the accumulators cannot
+    stream) runs as one while the ops around it are still fused. Its candidates are the ones
+    instantiated; the input program stays a candidate either way. It gets what is left of the
+    search's budget, and at least PARTIAL_SHARE of it (so a run may take that much longer
+    than its budget). Not run for a checkpoint, a config that already allows kernel ops, a
+    program of one op, or a cancelled run."""
+    started = time.perf_counter()
+    from prism.search.config import KERNEL_VOCABULARY
+    from prism.search.driver import expressible
+    kinds = {op.kind for op in graph.ops}
+    kernel_ops = tuple(k for k in KERNEL_VOCABULARY if k in kinds)
+    computing = [op for op in graph.ops if op.kind in KERNEL_VOCABULARY]
+    # a config whose block vocabulary lacks some of the program's ops: no fusion search can
+    # hold them, so only the partial one runs (never refuse what was traced)
+    missing = expressible(graph, config) if config is not None and checkpoint is None and \
+        computing else []
+    if missing:
+        fusion = Fusion({"not_run": "; ".join(missing)})
+    else:
+        fused = _search(graph, name, config, budget_s, checkpoint, tracer, cancel, device,
+                        runner)
+        fusion = Fusion(fused.summary())
+        fits = [c for c in fused.equivalent if c.modeled_us is not None]
+        if (fits or checkpoint is not None or len(computing) < 2
+                or (config is not None and config.kernel_ops)
+                or (cancel is not None and cancel.is_set())):
+            return fused, fusion
+    left = max(budget_s - (time.perf_counter() - started), budget_s * PARTIAL_SHARE)
+    base = config or search_config_for(graph, left, device)
+    partial = replace(base, kernel_ops=kernel_ops, budget_s=left)
+    found = _search(graph, name, partial, left, None, tracer, cancel, device, runner,
+                    ids=PARTIAL_IDS)
+    why = (f"the search's block vocabulary cannot hold {'; '.join(missing)}" if missing else
+           "no program of one custom kernel holding every op was proved equivalent with a "
+           "member that fits the device")
+    found.notes.insert(0, f"{why}, so a partial-fusion search ran with pre-defined kernel ops "
+                       f"{', '.join(kernel_ops)} allowed (its candidates are named pc1, pc2, "
+                       "...)")
+    return found, replace(fusion, partial_search=found.summary(), kernel_ops=kernel_ops)
+
+
 def _search(graph: KernelGraph, name: str, config: SearchConfig | None, budget_s: float,
             checkpoint: str | Path | None, tracer: Tracer,
             cancel: threading.Event | None, device: DeviceSpec,
-            runner: Executor) -> SearchResult:
+            runner: Executor, ids: tuple[str, str] = ("f", "c")) -> SearchResult:
     """The search on the run's device: a caller's config keeps its caps and rules but takes
     the device the run optimizes for (its hardware limits and its cost model)."""
     from prism.search.checkpoint import load_checkpoint, reinstantiate, save_checkpoint
@@ -388,7 +502,8 @@ def _search(graph: KernelGraph, name: str, config: SearchConfig | None, budget_s
                                   label=name)
             summary.update({**found.summary(), "checkpoint": str(path)})
         return found
-    result = search(graph, config, tracer=tracer, cancel=cancel, label=name, executor=runner)
+    result = search(graph, config, tracer=tracer, cancel=cancel, label=name, executor=runner,
+                    ids=ids)
     if path is not None:
         # an interrupted search's checkpoint goes beside the path: a later run would load the
         # path as the search's result instead of searching
@@ -480,8 +595,27 @@ def best_summary(result: OptimizeResult) -> dict[str, Any]:
             "latency_us": b.latency_us, "latency_kind": b.latency_kind,
             "modeled_us": b.modeled_us, "num_kernels": b.num_kernels, **bounds,
             "proof": b.to_json()["proof"], "check": b.check.to_json(),
+            **({"outside": result.fusion.to_json(b)["outside"]} if result.fusion else {}),
             "graph": graph_to_json(b.graph),
             "target": graph_to_json(result.graph)}
+
+
+def _last_resort(result: OptimizeResult, finalists: list[Trial], configs: list[Config],
+                 backend: Any, spec: DeviceSpec, tracer: Tracer, db: ResultDB | None,
+                 cancel: threading.Event | None = None) -> Iterator[Trial]:
+    """The input program, measured only when the loop reaches it (every finalist set aside)
+    and it was not a finalist: it computes the program by definition, so a traced program
+    always leaves a checked kernel. Not after a cancel, which stops every stage."""
+    if any(t.config.candidate == INPUT_PROGRAM for t in finalists) or (
+            cancel is not None and cancel.is_set()):
+        return
+    from prism.tune.tuner import tune_one
+    config = next(c for c in configs if c.candidate == INPUT_PROGRAM)
+    trial = tune_one(config, backend, spec, tracer=tracer, db=db)
+    if trial.ok:
+        result.notes.append("no finalist passed its check, so the input program (its ops as "
+                            "pre-defined kernels) was checked as the last resort")
+        yield trial
 
 
 def _set_aside(result: OptimizeResult, trial: Trial, why: str) -> None:

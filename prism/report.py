@@ -23,6 +23,7 @@ from prism.pipeline import INPUT_PROGRAM, Check
 from prism.trace import (
     CandidateVerified,
     Event,
+    FamilyGenerated,
     FamilyPruned,
     Measured,
     SearchFinished,
@@ -103,12 +104,15 @@ def page(events: Sequence[Event], title: str | None = None) -> str:
     proof, the tuning plot, and the search's counts with an example of each rule's reason."""
     check = next((e.summary for e in events if isinstance(e, StageFinished)
                   and e.stage == "check" and e.summary.get("best")), None)
-    search = next((e.summary for e in events if isinstance(e, SearchFinished)), None)
+    searches = [e.summary for e in events if isinstance(e, SearchFinished)]
+    search = searches[0] if searches else None
     device = next((e.device for e in events if isinstance(e, Measured) and e.device), None)
     name = title or (search or {}).get("target") or "a run"
     heading = f"Prism Workbench: {name}" + (f" on {device}" if device else "")
     parts = [f"<h1>{_e(heading)}</h1>", _result(check), _picture(check),
-             _proof(check, events), _plot(events, check), _search(search, events)]
+             _proof(check, events), _plot(events, check),
+             *(_search(s, events, _is_partial(events, searches, k))
+               for k, s in enumerate(searches))]
     return ("<!doctype html><html><head><meta charset='utf-8'><title>Prism: "
             f"{_e(name)}</title><style>{_CSS}</style></head><body>"
             + "\n".join(parts) + "</body></html>")
@@ -134,7 +138,16 @@ def _result(check: dict[str, Any] | None) -> str:
             f"<b>{check['eager_us'] / check['modeled_us']:.2f}×</b>; modeled latency / roofline: "
             f"{check['modeled_us'] / check['roofline_us']:.2f}×. Parameters: "
             f"<code>{_e(check['params'])}</code>.</p>"
-            f"<p>Check: {_e(check_text(check.get('check') or {}))}</p>")
+            f"<p>Check: {_e(check_text(check.get('check') or {}))}</p>{_outside(check)}")
+
+
+def _outside(check: dict[str, Any]) -> str:
+    """The ops the winner runs as pre-defined kernels, outside its custom kernels, and why."""
+    outside = check.get("outside") or []
+    if not outside:
+        return ""
+    ops = ", ".join(f"<code>{_e(o['op'])}</code> ({_e(o['tensor'])})" for o in outside)
+    return f"<p>Outside custom kernels: {ops}. Why: {_e(outside[0]['why'])}.</p>"
 
 
 def _picture(check: dict[str, Any] | None) -> str:
@@ -258,19 +271,27 @@ def tuning_svg(measured: Sequence[Measured], bounds: Sequence[tuple[float, str]]
     return "".join(out)
 
 
-def _search(search: dict[str, Any] | None, events: Sequence[Event]) -> str:
-    if search is None:
-        return ""
+def _is_partial(events: Sequence[Event], searches: Sequence[Any], k: int) -> bool:
+    """Whether search `k` of the run is the partial-fusion search (family ids `pf…`): the
+    second of two, or the only one when the fusion search could not run."""
+    return k == 1 or (len(searches) == 1 and any(
+        isinstance(e, FamilyPruned | FamilyGenerated) and e.id.startswith("pf") for e in events))
+
+
+def _search(search: dict[str, Any], events: Sequence[Event], partial: bool = False) -> str:
+    """A search's counts and an example of each rule's reason; `partial`: the partial-fusion
+    search's, whose family ids start with `pf`."""
     fam = search["families"]
     rows = "".join(f"<tr><td>{_e(rule)}</td><td>{n}</td></tr>"
                    for rule, n in fam["pruned"].items())
     examples: dict[str, FamilyPruned] = {}
     for e in events:
-        if isinstance(e, FamilyPruned):
+        if isinstance(e, FamilyPruned) and e.id.startswith("pf") == partial:
             examples.setdefault(e.rule, e)
     listed = "".join(f"<li><b>{_e(rule)}</b> {_e(e.id)}: {_e(e.reason)}</li>"
                      for rule, e in examples.items())
     state = "complete" if search.get("complete") else f"stopped: {search.get('stop_reason')}"
-    return (f"<h2>Search</h2><p>{fam['generated']} families generated, {fam['kept']} kept, "
+    title = "Partial-fusion search (pre-defined kernel ops allowed)" if partial else "Search"
+    return (f"<h2>{title}</h2><p>{fam['generated']} families generated, {fam['kept']} kept, "
             f"{fam.get('complete', 0)} complete; verdicts {_e(search.get('verdicts', {}))}; "
             f"{_e(state)}</p><table><tr><th>rule</th><th>pruned</th></tr>{rows}</table><ul>{listed}</ul>")

@@ -280,13 +280,15 @@ class _Run:
     def __init__(self, target: KernelGraph, label: str, config: SearchConfig, tracer: Tracer,
                  cancel: _Flag | None, observe: str | None = None,
                  abstract: AbstractTarget | None = None, split: str | None = None,
-                 session: Any = None, first: _Run | None = None):
+                 session: Any = None, first: _Run | None = None,
+                 ids: tuple[str, str] = ("f", "c")):
         self.target, self.config, self.tracer, self.cancel = target, config, tracer, cancel
         self.result = SearchResult(label, config)
         self.start = time.perf_counter()
         self.deadline = self.start + config.budget_s
         self.family_limit = config.max_families
-        self.cid_prefix, self.cid_base = "c", 0
+        self.ids = ids                   # the prefixes of its family and candidate ids
+        self.cid_prefix, self.cid_base = ids[1], 0
         # split "collect" (the first pass): each cut becomes a task, by its place in the tree;
         # split "absorb" (the walk): each cut takes its task's outcome from `session`
         self.split, self.session, self.first = split, session, first
@@ -324,6 +326,7 @@ class _Run:
             self.generated, self.pruned, self.complete, self.should_stop, self.observed_prune,
             self.cut if split else None, lambda: not self.tracer.wants_events, self.counted),
             observe)
+        self.generator.id_prefix = ids[0]
         self._rules = self.generator.rules
 
     # -- callbacks ---------------------------------------------------------------------------
@@ -368,7 +371,8 @@ class _Run:
             graph = self.first.graph_of.get(task.incumbent[1], "")
             incumbent = SEED_ID if task.incumbent[1] == SEED_ID else self.final_ids.get(
                 graph, "(a candidate the search's first pass verified before this cut)")
-        numbering = Numbering("f", gen.count, "c", len(res.candidates), parent, incumbent)
+        numbering = Numbering(self.ids[0], gen.count, self.ids[1], len(res.candidates),
+                              parent, incumbent)
         # Run here, a task starts from the walk's incumbent, as one depth-first search's
         # subtree would; on a worker it started from the best before its cut in the first
         # pass (a worse one: `_bounded` replays branch and bound with the walk's).
@@ -706,8 +710,11 @@ class _Run:
 
 def search(target: KernelGraph, config: SearchConfig | None = None, *,
            tracer: Tracer | None = None, cancel: threading.Event | None = None,
-           label: str | None = None, executor: Executor | str = "local") -> SearchResult:
-    """Search for programs equivalent to `target`; see the module docstring.
+           label: str | None = None, executor: Executor | str = "local",
+           ids: tuple[str, str] = ("f", "c")) -> SearchResult:
+    """Search for programs equivalent to `target`; see the module docstring. Its families and
+    candidates are named `f1, f2, ...` and `c1, c2, ...`, or with the prefixes `ids` (a second
+    search on the same trace, such as the pipeline's partial-fusion search, keeps its own).
 
     The tree is cut where a block graph has `config.split_depth` block ops; the part above the
     cuts is generated here, each subtree below one is a task for `executor` (`local`,
@@ -727,7 +734,7 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
     # at once; the walk then generates it again (its verdicts remembered), in order, taking
     # each task's outcome at its cut, so that every decision above the cuts (branch and
     # bound's, the family budget's) sees what a single depth-first search would have seen.
-    first = _Run(target, label, config, Tracer(keep=False), cancel, split="collect")
+    first = _Run(target, label, config, Tracer(keep=False), cancel, split="collect", ids=ids)
     session = open_session(where, (target, label, config, tracer.wants_events),
                            first.abstract, cancel)
     try:
@@ -742,7 +749,7 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
                 first.generator.run(inputs)
             session.submit(list(first.tasks.values()))
             walk = _Run(target, label, config, tracer, cancel, abstract=first.abstract,
-                        split="absorb", session=session, first=first)
+                        split="absorb", session=session, first=first, ids=ids)
             walk.start, walk.deadline = first.start, first.deadline
             if seed is not None:
                 walk.ctx.incumbent_us, walk.ctx.incumbent_id = seed.modeled_us, SEED_ID
@@ -924,8 +931,8 @@ def _numbered(out: TaskOutcome, n: Numbering) -> TaskOutcome:
         if token == "@inc":
             return n.incumbent
         if token.startswith("@f"):
-            return f"f{n.family_base + int(token[2:])}"
-        return f"c{n.candidate_base + int(token[2:])}"
+            return f"{n.family_prefix}{n.family_base + int(token[2:])}"
+        return f"{n.candidate_prefix}{n.candidate_base + int(token[2:])}"
 
     def name(text: str) -> str:
         return _TASK_ID.sub(final, text)

@@ -166,6 +166,19 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
     return result
 
 
+def tune_one(config: Config, backend: Backend, device: DeviceSpec, *,
+             tracer: Tracer | None = None, db: ResultDB | None = None) -> Trial:
+    """One configuration screened, generated and measured as a finalist is (without PTX): the
+    pipeline's last resort, the input program, when no finalist passed its check."""
+    tracer = tracer or Tracer()
+    trial = _screen(config, device, tracer)
+    _generate(trial, device)
+    _measure(trial, backend, device, db, _context(backend, device))
+    if backend.kind != "modeled" or not trial.ok:
+        _emit(tracer, trial, device)
+    return trial
+
+
 def _distinct(ranked: list[Trial], limit: int) -> list[Trial]:
     """The first `limit` trials whose concrete kernels differ (candidates from different
     families can instantiate to the same program; compiling it twice tells nothing)."""

@@ -2,7 +2,9 @@
 
 Each entry is (function, shapes, kind): `kind` says what the optimizer must make of it —
 `epilogue` (a matmul and an elementwise epilogue: bias, scalars, residual; one fused kernel,
-modeled faster than eager), or `any` (a correct kernel, fused or partly fused). The functions
+modeled faster than eager), `partial` (an op no block can hold at these shapes: it stays a
+pre-defined kernel and the rest is fused, modeled faster than eager), or `any` (a correct
+kernel, fused or partly fused). The functions
 use torch's own spellings (F.linear, addmm, .T, keepdim=False, tuples of dims, scalars on either
 side); the shapes are small so that the search and the interpreter stay quick. `MODULES` are
 `nn.Module` blocks, traced with `prism.workload.from_module`.
@@ -23,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 M, K, N = 8, 64, 32
+VOCAB = 32768          # a vocabulary's logits: 8 rows of them are 512 KiB in fp16
 X = {"X": (M, K)}
 XW = {"X": (M, K), "W": (K, N)}
 
@@ -214,6 +217,36 @@ def attention_transposed_keys(Q, Kk, V):
     return torch.softmax((Q @ Kk.T) * (Q.shape[-1] ** -0.5), dim=-1) @ V
 
 
+# -- reductions over rows and columns after a projection ------------------------------------------
+
+def pooled_relu_projection(X, W, B):
+    # a bias row meets a sum over the rows: the padded rows of the tile must not count
+    return torch.relu(X @ W + B).sum(dim=0)
+
+
+def mean_pool_then_project(X, W):
+    return X.mean(0, keepdim=True) @ W
+
+
+def logits_minus_row_max(X, W, B):
+    y = X @ W + B
+    return y - y.amax(dim=-1, keepdim=True)
+
+
+def column_softmax(X, W):
+    return torch.softmax(X @ W, dim=0)
+
+
+def vocab_logsumexp(X, W, B):
+    # a row of 32,768 logits is more than a block's shared memory holds: the logsumexp stays a
+    # pre-defined kernel, the projection, bias and relu are fused
+    return torch.logsumexp(torch.relu(X @ W + B), dim=-1)
+
+
+def vocab_max_logit(X, W):
+    return torch.amax(F.gelu(X @ W), dim=-1)
+
+
 # -- batched activations times a shared weight -----------------------------------------------------
 
 def batched_linear_gelu(X, W):
@@ -274,6 +307,13 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], dict[str, tuple[int, ...]], str]] 
                                                                       "V": (16, 32)}),
     "batched_linear_gelu": _program(batched_linear_gelu, {"X": (2, 4, K), "W": (K, N)},
                                     "epilogue"),
+    "pooled_relu_projection": _program(pooled_relu_projection, {**XW, "B": (N,)}),
+    "mean_pool_then_project": _program(mean_pool_then_project, XW),
+    "logits_minus_row_max": _program(logits_minus_row_max, {**XW, "B": (N,)}),
+    "column_softmax": _program(column_softmax, XW),
+    "vocab_logsumexp": _program(vocab_logsumexp, {"X": (M, K), "W": (K, VOCAB),
+                                                  "B": (VOCAB,)}, "partial"),
+    "vocab_max_logit": _program(vocab_max_logit, {"X": (M, K), "W": (K, VOCAB)}, "partial"),
 }
 
 

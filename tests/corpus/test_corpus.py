@@ -6,7 +6,8 @@ modeled faster than eager.
 
 Optimizing every program takes minutes each on this machine, so the whole corpus is a benchmark
 (`bench/corpus.py`, whose table the programs issue records); the sample here keeps one of each
-kind of epilogue (bias, activation with a parameter, scalar, residual, transposed weight).
+kind of epilogue (bias, activation with a parameter, scalar, residual, transposed weight), and one
+program of partial fusion (an op no block can hold stays outside, the rest is fused).
 """
 
 from __future__ import annotations
@@ -85,4 +86,21 @@ def test_an_epilogue_fuses_into_one_checked_kernel_faster_than_eager(name):
     assert best["check"]["status"] == "passed", best["check"]     # torch, in the interpreter
     assert best["num_kernels"] == 1
     assert best["latency_kind"] == "modeled"
+    assert doc["baseline"]["modeled_speedup_vs_eager"] > 1
+
+
+@pytest.mark.slow
+def test_an_op_no_block_holds_stays_outside_and_the_rest_is_fused():
+    """vocab_max_logit: amax over 32,768 logits a row (8 rows: 512 KiB in fp16, over a block's
+    227 KiB) stays a pre-defined kernel; the projection and gelu are one custom kernel, checked
+    against torch. (`tests/test_partial_fusion.py` runs the other `partial` program.)"""
+    name = "vocab_max_logit"
+    assert PROGRAMS[name][2] == "partial"
+    result = prism.superoptimize(workload(name), budget_s=120, compile_ptx=False)
+    doc = result.to_json()
+    best = doc["best"]
+    assert best is not None, doc.get("notes")
+    assert best["check"]["status"] == "passed", best["check"]
+    assert best["num_custom_kernels"] == 1 and best["verdict"] == "equivalent"
+    assert [o["op"] for o in doc["fusion"]["outside"]] == ["max"]
     assert doc["baseline"]["modeled_speedup_vs_eager"] > 1

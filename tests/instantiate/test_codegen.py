@@ -453,6 +453,18 @@ def rank4_sum() -> tuple[KernelGraph, list[np.ndarray]]:
     return one_kernel({"X": (2, 3, 10, 6)}, (2,), 2, body), [randn(2, 3, 10, 6, scale=0.5)]
 
 
+def bias_row_then_sum_over_rows() -> tuple[KernelGraph, list[np.ndarray]]:
+    """relu(X + B) summed over the rows, X [8, 32] (rows padded to 16), a bias row B [1, 32]:
+    the bias stretches into the padded rows, where relu(0 + b) is not 0, so the sum must mask
+    them (found by `relu(X @ W + B).sum(dim=0)`, whose check failed before)."""
+    def body(tb: Block, ins: list[Tensor]) -> None:
+        x = tb.accum(tb.input(ins[0], imap=(1,)))
+        b = tb.accum(tb.input(ins[1], imap=(1,)))
+        tb.output(tb.apply("sum", tb.relu(tb.add(b, x)), dim=0), omap=(1,))
+    return (one_kernel({"X": (8, 32), "B": (1, 32)}, (2,), 1, body),
+            [randn(8, 32), np.abs(randn(1, 32)) + 0.5])
+
+
 REDUCE_KINDS = ("sum", "mean", "max", "min", "logsumexp")
 OP_CASES: dict[str, Callable[[], tuple[KernelGraph, list[np.ndarray]]]] = {
     **{f"unary-{k}": (lambda k=k: unary_case(k)) for k in UNARY},
@@ -516,6 +528,7 @@ OP_CASES: dict[str, Callable[[], tuple[KernelGraph, list[np.ndarray]]]] = {
     "rank4-product-sum": lambda: matmul_case((2, 2, 8, 12), (2, 2, 12, 4), (2, 2), 1, (0, 1),
                                              (0, 1), omap=(0, 1)),
     "rank4-sum-dim1": rank4_sum,
+    "bias-row-then-sum-over-rows": bias_row_then_sum_over_rows,
     "batched-tile3-padded": lambda: matmul_case((6, 16, 16), (6, 16, 16), (2,), 1, (0,), (0,)),
 }
 
