@@ -58,7 +58,7 @@ def _row(name: str, target: Any, budget: float) -> dict[str, Any]:
             "families": sum((s.get("families") or {}).get("generated", 0) for s in searches),
             "exhaustive": " / ".join(str(s.get("exhaustive")) for s in searches),
             "partial_fusion": len(searches) > 1,
-            "dtype": getattr(target, "dtype", "float16"),
+            "dtype": str(getattr(target, "dtype", "float16")),
             "seconds": round(time.perf_counter() - start, 1)}
 
 
@@ -74,11 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     import prism
 
     targets: dict[str, Any] = {}
-    for name, (fn, shapes, _) in corpus.PROGRAMS.items():
-        targets[name] = lambda fn=fn, shapes=shapes: prism.workload(fn, **shapes)
-    for name, (make, shape) in corpus.MODULES.items():
-        targets[name] = lambda make=make, shape=shape: prism.workload.from_module(
-            make(), torch.zeros(*shape))
+    for name, p in corpus.PROGRAMS.items():
+        targets[name] = lambda p=p: prism.workload(p.fn, dtype=p.dtype, **p.shapes)
+    for name, m in corpus.MODULES.items():
+        targets[name] = lambda m=m: prism.workload.from_module(
+            m.make(), torch.zeros(*m.shape, dtype=getattr(torch, m.dtype)))
     rows = []
     for name in args.names or list(targets):
         row = _row(name, targets[name](), args.budget)

@@ -7,7 +7,9 @@ pre-defined kernel and the rest is fused, modeled faster than eager), or `any` (
 kernel, fused or partly fused). The functions
 use torch's own spellings (F.linear, addmm, .T, keepdim=False, tuples of dims, scalars on either
 side); the shapes are small so that the search and the interpreter stay quick. `MODULES` are
-`nn.Module` blocks, traced with `prism.workload.from_module`.
+`nn.Module` blocks, traced with `prism.workload.from_module` in their own dtype (float32 as
+`nn.Module` makes them, or bf16 after `.to(torch.bfloat16)`); programs run in fp16 unless their
+entry names bf16 or fp32, as model code chooses.
 
 `tests/corpus/test_corpus.py` traces every program and checks it against torch in float64, and
 optimizes a sample end to end; `bench/corpus.py` optimizes all of them and prints the table the
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -30,9 +32,22 @@ X = {"X": (M, K)}
 XW = {"X": (M, K), "W": (K, N)}
 
 
+class Program(NamedTuple):
+    fn: Callable[..., Any]
+    shapes: dict[str, tuple[int, ...]]
+    kind: str = "any"
+    dtype: str = "float16"       # what the program runs in (`prism.workload(dtype=...)`)
+
+
+class Module(NamedTuple):
+    make: Callable[[], nn.Module]
+    shape: tuple[int, ...]       # the example input's
+    dtype: str = "float32"       # the module's and its input's (nn.Module's default)
+
+
 def _program(fn: Callable[..., Any], shapes: dict[str, tuple[int, ...]],
-             kind: str = "any") -> tuple[Callable[..., Any], dict[str, tuple[int, ...]], str]:
-    return fn, shapes, kind
+             kind: str = "any", dtype: str = "float16") -> Program:
+    return Program(fn, shapes, kind, dtype)
 
 
 # -- Linear layers with biases and activations ---------------------------------------------------
@@ -253,7 +268,7 @@ def batched_linear_gelu(X, W):
     return F.gelu(X @ W)
 
 
-PROGRAMS: dict[str, tuple[Callable[..., Any], dict[str, tuple[int, ...]], str]] = {
+PROGRAMS: dict[str, Program] = {
     "linear_bias_relu": _program(linear_bias_relu, {**XW, "B": (N,)}, "epilogue"),
     "linear_bias_gelu": _program(linear_bias_gelu, {"X": (M, K), "W": (N, K), "B": (N,)},
                                  "epilogue"),
@@ -314,6 +329,17 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], dict[str, tuple[int, ...]], str]] 
     "vocab_logsumexp": _program(vocab_logsumexp, {"X": (M, K), "W": (K, VOCAB),
                                                   "B": (VOCAB,)}, "partial"),
     "vocab_max_logit": _program(vocab_max_logit, {"X": (M, K), "W": (K, VOCAB)}, "partial"),
+    # the same programs in the dtypes model code runs in
+    "linear_bias_relu_bf16": _program(linear_bias_relu, {**XW, "B": (N,)}, "epilogue",
+                                      "bfloat16"),
+    "linear_bias_gelu_fp32": _program(linear_bias_gelu, {"X": (M, K), "W": (N, K), "B": (N,)},
+                                      "epilogue", "float32"),
+    "swiglu_bf16": _program(swiglu, {"X": (M, K), "Wg": (K, N), "Wu": (K, N)},
+                            dtype="bfloat16"),
+    "rmsnorm_eps_weight_proj_bf16": _program(rmsnorm_eps_weight_proj,
+                                             {"X": (M, K), "G": (K,), "W": (K, N)},
+                                             dtype="bfloat16"),
+    "softmax_of_logits_fp32": _program(softmax_of_logits, XW, dtype="float32"),
 }
 
 
@@ -344,9 +370,12 @@ class LinearGelu(nn.Module):
         return self.act(self.fc(x))
 
 
-MODULES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
-    "module_linear_gelu": (LinearGelu, (M, K)),
-    "module_gated_mlp": (GatedMLP, (M, 16)),
-    "module_sequential": (lambda: nn.Sequential(nn.Linear(K, N), nn.SiLU()), (M, K)),
-    "module_layernorm": (lambda: nn.LayerNorm(K), (M, K)),
+MODULES: dict[str, Module] = {
+    "module_linear_gelu": Module(LinearGelu, (M, K)),
+    "module_gated_mlp": Module(GatedMLP, (M, 16)),
+    "module_sequential": Module(lambda: nn.Sequential(nn.Linear(K, N), nn.SiLU()), (M, K)),
+    "module_layernorm": Module(lambda: nn.LayerNorm(K), (M, K)),
+    "module_linear_gelu_bf16": Module(lambda: LinearGelu().to(torch.bfloat16), (M, K),
+                                      "bfloat16"),
+    "module_gated_mlp_bf16": Module(lambda: GatedMLP().to(torch.bfloat16), (M, 16), "bfloat16"),
 }

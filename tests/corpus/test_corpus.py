@@ -42,8 +42,8 @@ SAMPLE = ("linear_bias_relu", "linear_leaky_relu", "silu_times_two", "linear_tra
 
 
 def workload(name: str) -> prism.Workload:
-    fn, shapes, _ = PROGRAMS[name]
-    return prism.workload(fn, **shapes)
+    entry = PROGRAMS[name]
+    return prism.workload(entry.fn, dtype=entry.dtype, **entry.shapes)
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -61,12 +61,14 @@ def test_every_program_is_traced_and_computes_what_torch_does(name):
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_every_module_is_traced_and_computes_what_it_does(name):
-    make, shape = MODULES[name]
+    entry = MODULES[name]
     torch.manual_seed(0)
-    module = make()
+    module = entry.make()
     for p in module.parameters():
         torch.nn.init.normal_(p, std=0.5)
-    w = prism.workload.from_module(module, torch.zeros(*shape))
+    w = prism.workload.from_module(module, torch.zeros(*entry.shape,
+                                                       dtype=getattr(torch, entry.dtype)))
+    assert w.dtype.name == entry.dtype
     arrays = w.random_inputs(0)
     graph = w.graph
     got = graph.to_user(interpret(graph, *graph.to_ir(arrays)))
@@ -78,7 +80,7 @@ def test_every_module_is_traced_and_computes_what_it_does(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SAMPLE)
 def test_an_epilogue_fuses_into_one_checked_kernel_faster_than_eager(name):
-    assert PROGRAMS[name][2] == "epilogue"
+    assert PROGRAMS[name].kind == "epilogue"
     result = prism.superoptimize(workload(name), budget_s=240, compile_ptx=False)
     doc = result.to_json()
     best = doc["best"]
@@ -95,7 +97,7 @@ def test_an_op_no_block_holds_stays_outside_and_the_rest_is_fused():
     227 KiB) stays a pre-defined kernel; the projection and gelu are one custom kernel, checked
     against torch. (`tests/test_partial_fusion.py` runs the other `partial` program.)"""
     name = "vocab_max_logit"
-    assert PROGRAMS[name][2] == "partial"
+    assert PROGRAMS[name].kind == "partial"
     result = prism.superoptimize(workload(name), budget_s=120, compile_ptx=False)
     doc = result.to_json()
     best = doc["best"]
