@@ -1,14 +1,15 @@
-"""On a GPU machine: optimize the five Prism workloads with `--measure cuda` and time each best
-kernel against PyTorch eager and `torch.compile`, side by side in one process, then write a table.
-Run by `bench/gpu_check.sh`.
+"""On a GPU machine: optimize the nine workloads with `--measure cuda` and time each best kernel
+against PyTorch eager and `torch.compile`, side by side in one process, then write a table with
+the cost model's error per workload (measured / modeled). Run by `bench/gpu_check.sh`, after
+`prism calibrate`.
 
-    python bench/gpu_check.py --out bench/results/gpu_check [--budget 60] [--workloads a,b]
+    python bench/gpu_check.py --out bench/results/gpu_check [--budget 30] [--workloads a,b]
 
 Every column is timed in the regime the cost model predicts (`prism.cost.model.CACHE_REGIME`):
 L2 flushed before each call, by `time_us`, which is `prism.instantiate.triton_backend.bench_cuda`
 (`triton.testing.do_bench`, CUDA events, medians), the helper `--measure cuda` tunes with. Each
 row records the regime. Each workload's optimize run gets `--budget` seconds (search and tuning);
-with five workloads and compile warm-up the whole run stays under 8 minutes at the default 60 s.
+with nine workloads and compile warm-up the whole run stays under 7 minutes at the default 30 s.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from prism.cost.model import CACHE_REGIME
 from prism.instantiate.triton_backend import bench_cuda
 
 PRISM_FIVE = ("rmsnorm_matmul", "rmsnorm_mlp", "swiglu", "attention", "qknorm_attention")
+NINE = (*PRISM_FIVE, "gated_mlp", "lora", "gqa", "ntrans")
 
 
 def time_us(fn: Callable[[], Any]) -> float:
@@ -47,8 +49,8 @@ def timed(fns: Mapping[str, Callable[..., Any]], inputs: Sequence[Any]) -> dict[
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench/results/gpu_check")
-    ap.add_argument("--budget", type=float, default=60.0)
-    ap.add_argument("--workloads", default=",".join(PRISM_FIVE))
+    ap.add_argument("--budget", type=float, default=30.0)
+    ap.add_argument("--workloads", default=",".join(NINE))
     ap.add_argument("--device", default="h100", help="the cost model's device for the model "
                     "column (h100, h200, a100)")
     args = ap.parse_args()
@@ -96,19 +98,21 @@ def main() -> int:
                     "modeled_us": best["modeled_us"], "roofline_us": best["roofline_us"],
                     "modeled_eager_us": doc["baseline"]["eager_latency_us"],
                     "params": best["params"], "kernels": best["num_kernels"],
-                    "max_rel_err_vs_eager": err, "gpu": torch.cuda.get_device_name()})
+                    "max_rel_err_vs_eager": err, "gpu": torch.cuda.get_device_name(),
+                    "model_error": round(row["prism_us"] / best["modeled_us"], 3)})
         rows.append(row)
         print(json.dumps(row), flush=True)
     (out / "gpu_check.json").write_text(json.dumps(rows, indent=2))
     lines = ["| workload | prism µs (measured) | eager µs (measured) | torch.compile µs (measured) "
-             "| prism modeled µs | roofline µs (modeled) | rel err | params |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| prism modeled µs | measured / modeled | roofline µs (modeled) | rel err | params |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | |")
+            lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | | |")
             continue
         lines.append(f"| {r['workload']} | {r['prism_us']} | {r['eager_us']} | "
-                     f"{r['compile_us']} | {r['modeled_us']} | {r['roofline_us']} | "
+                     f"{r['compile_us']} | {r['modeled_us']} | {r['model_error']} | "
+                     f"{r['roofline_us']} | "
                      f"{r['max_rel_err_vs_eager']:.1e} | {r['params']} |")
     lines.append(f"\nMeasured columns (and the tuner's cuda timings): {CACHE_REGIME}; the "
                  "modeled columns predict the same regime.")

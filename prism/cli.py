@@ -561,6 +561,19 @@ def _bench_command(args: argparse.Namespace) -> str:
     return " ".join(words)
 
 
+def _cmd_calibrate(args: argparse.Namespace) -> Any:
+    """`prism calibrate`: the microbenchmarks (`prism.tune.calibrate`), written to `--out`."""
+    from prism.cost import get_device
+    from prism.tune import calibrate
+    get_device(args.device)                 # an unknown device: before any work
+    doc = calibrate.calibrate(args.device, quick=args.quick)
+    doc["file"] = str(calibrate.write(doc, Path(args.out)))
+    if not args.json:
+        print(calibrate.text(doc))
+        print(f"  written: {doc['file']}")
+    return doc if args.json else None
+
+
 def _cmd_lab(args: argparse.Namespace) -> Any:
     import os
     import subprocess
@@ -702,6 +715,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="configurations compiled and measured (default 8)")
     sp.add_argument("--db", metavar="F.jsonl", help="the result database (default "
                     "~/.cache/prism/results.jsonl, or $PRISM_CACHE_DIR/results.jsonl)")
+    sp = command("calibrate", _cmd_calibrate, "measure launch overhead, HBM and L2 bandwidth "
+                 "and few-block bandwidth with Triton microbenchmarks, beside the cost model's "
+                 "numbers (on a CPU: the kernels checked in the interpreter, times interpreted)")
+    sp.add_argument("--device", default="h100", help="the cost model's device to compare with "
+                    "(h100, h200, a100)")
+    sp.add_argument("--quick", action="store_true", help="smaller buffers, fewer block counts")
+    sp.add_argument("--out", default="bench/results/calibration",
+                    help="folder for calibration-<device>-<kind>.json")
     sp = command("bench", _cmd_bench, "search cost and kernel quality per workload, the "
                  "search against the block-op cap, and the history of runs (DESIGN.md §6)")
     sp.add_argument("workloads", nargs="*", metavar="WORKLOAD",
