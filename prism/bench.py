@@ -55,6 +55,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
@@ -186,33 +187,51 @@ def bench_row(target: str, settings: BenchSettings) -> dict[str, Any]:
 
 
 def result_row(result: OptimizeResult) -> dict[str, Any]:
-    """The row of one pipeline run, from its result alone."""
+    """The row of one pipeline run, from its result alone. Its search figures add up every
+    search the run made: the fusion search and, when it proved no program that fits, the
+    partial-fusion one (`partial_fusion` says so, with that search's own figures)."""
     from prism.cost import eager_us, get_device, modeled, roofline_us
+    from prism.pipeline import outside_ops
     search, tuning, best = result.search, result.tuning, result.best
     assert search is not None and tuning is not None   # superoptimize always runs both
-    proofs = [c.verdict.seconds for c in search.equivalent]
+    searches = [*(result.fusion.searches if result.fusion else []), search]
+    stopped = next((s.stop_reason for s in searches if not s.complete), search.stop_reason)
+    pruned: Counter[str] = Counter()
+    set_aside: Counter[str] = Counter()
+    for s in searches:
+        pruned.update(s.pruned)
+        set_aside.update(s.set_aside)
+    generated = sum(s.generated for s in searches)
+    seconds = sum(s.seconds for s in searches)
+    proofs = [c.verdict.seconds for s in searches for c in s.equivalent]
     row: dict[str, Any] = {
         "workload": result.target, "device": result.device,
-        "search_seconds": round(search.seconds, 3),
+        "search_seconds": round(seconds, 3),
         "executor": search.executor or {"name": "local", "workers": 1},
-        "families_generated": search.generated,
-        "families_per_second": (round(search.generated / search.seconds, 1)
-                                if search.seconds > 0 else None),
-        "families_pruned": {r: search.pruned.get(r, 0) for r in search.config.rule_names},
+        "families_generated": generated,
+        "families_per_second": round(generated / seconds, 1) if seconds > 0 else None,
+        "families_pruned": {r: pruned.get(r, 0) for r in search.config.rule_names},
         # branch and bound's part: the cost-bound rule's share of the proven prunes
-        "cost_bound_share": (round(search.pruned.get("cost_bound", 0)
-                                   / sum(search.pruned.values()), 6)
-                             if sum(search.pruned.values()) else None),
-        "families_set_aside": dict(search.set_aside),
-        "families_kept": search.kept,
-        "candidates_checked": len(search.candidates),
-        "candidates_verified": len(search.equivalent),
+        "cost_bound_share": (round(pruned.get("cost_bound", 0) / sum(pruned.values()), 6)
+                             if sum(pruned.values()) else None),
+        "families_set_aside": dict(set_aside),
+        "families_kept": sum(s.kept for s in searches),
+        "candidates_checked": sum(len(s.candidates) for s in searches),
+        "candidates_verified": sum(len(s.equivalent) for s in searches),
+        "partial_fusion": ({"families_generated": search.generated,
+                            "search_seconds": round(search.seconds, 3),
+                            "exhaustive": search.exhaustive,
+                            "outside": [o["op"] for o in outside_ops(best.graph)] if best
+                            else []} if len(searches) > 1 or (
+                                result.fusion is not None and "not_run" in
+                                result.fusion.fusion_search) else None),
         "proof_seconds_median": round(statistics.median(proofs), 4) if proofs else None,
         "proof_seconds_max": round(max(proofs), 4) if proofs else None,
         "tuning_seconds": round(tuning.seconds, 3),
         "total_seconds": round(result.seconds, 3),
-        "search_state": search_state(search.complete, search.exhaustive, search.stop_reason),
-        "exhaustive": search.exhaustive, "stop_reason": search.stop_reason,
+        "search_state": search_state(all(s.complete for s in searches),
+                                     all(s.exhaustive for s in searches), stopped),
+        "exhaustive": all(s.exhaustive for s in searches), "stop_reason": stopped,
         "max_block_ops": search.config.max_block_ops,
         "best_latency_us": round(best.latency_us, 4) if best else None,
         "latency_kind": best.latency_kind if best else None,

@@ -136,6 +136,14 @@ class Fusion:
     fusion_search: dict[str, Any]               # its summary
     partial_search: dict[str, Any] | None = None
     kernel_ops: tuple[str, ...] = ()            # what the partial search may run outside
+    # the fusion search itself when the partial one ran (`OptimizeResult.search` is the
+    # partial one then): what a run's search cost adds up (`prism bench`)
+    first: SearchResult | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def searches(self) -> list[SearchResult]:
+        """The searches that ran before the partial one (the fusion search, when it ran)."""
+        return [self.first] if self.first is not None else []
 
     def why_outside(self, best: BestKernel | None) -> str:
         """Why the winner runs some ops as pre-defined kernels: from the searches' outcomes."""
@@ -460,6 +468,7 @@ def _fused_or_partial(graph: KernelGraph, name: str, config: SearchConfig | None
     # hold them, so only the partial one runs (never refuse what was traced)
     missing = expressible(graph, config) if config is not None and checkpoint is None and \
         computing else []
+    fused: SearchResult | None = None
     if missing:
         fusion = Fusion({"not_run": "; ".join(missing)})
     else:
@@ -482,7 +491,8 @@ def _fused_or_partial(graph: KernelGraph, name: str, config: SearchConfig | None
     found.notes.insert(0, f"{why}, so a partial-fusion search ran with pre-defined kernel ops "
                        f"{', '.join(kernel_ops)} allowed (its candidates are named pc1, pc2, "
                        "...)")
-    return found, replace(fusion, partial_search=found.summary(), kernel_ops=kernel_ops)
+    return found, replace(fusion, partial_search=found.summary(), kernel_ops=kernel_ops,
+                          first=fused)
 
 
 def _search(graph: KernelGraph, name: str, config: SearchConfig | None, budget_s: float,
