@@ -148,19 +148,35 @@ def _loop_choices(shapes: Sequence[Shape], fmaps: tuple[int, ...] | None,
         yield from _any_sizes(shapes, "loop", with_one=True)
 
 
+def size_candidates(n: int, role: str) -> list[int]:
+    """Prism's tuner's candidates for a grid size (`role` "grid") or loop range ("loop") that
+    divides dims whose gcd is `n` (REFERENCE §1.7, `prism.instantiate.params`): if n ≤ 64 the
+    powers of two dividing n; else n/256 (loop) or n/512 (grid), at least 1, doubled while
+    ≤ n/16 (loop) or n/8 (grid), keeping divisors of n; [1] when n ≤ 1."""
+    if n <= 1:
+        return [1]
+    if n <= 64:
+        return [1 << k for k in range(n.bit_length()) if n % (1 << k) == 0]
+    start, stop = (max(1, n // 256), n // 16) if role == "loop" else (max(1, n // 512), n // 8)
+    out, v = [], start
+    while v <= stop:
+        if n % v == 0:
+            out.append(v)
+        v *= 2
+    return out or [1]
+
+
 def _split_sizes(split: list[int], role: str) -> list[int]:
     """The tuner's candidates for a size that splits dims `split`, other than 1 (a split into
     one part is the program without it, another family's)."""
-    from prism.instantiate.params import Variable
-    return [v for v in Variable("v", role, math.gcd(*split)).candidates() if v > 1]
+    return [v for v in size_candidates(math.gcd(*split), role) if v > 1]
 
 
 def _any_sizes(shapes: Sequence[Shape], role: str, with_one: bool) -> list[int]:
     """With symbolic maps: the candidates of any dim of any input (1 where it may split
     nothing)."""
-    from prism.instantiate.params import Variable
     values = {v for s in shapes for n in s if n.is_const and n.value > 1
-              for v in Variable("v", role, n.value).candidates() if v > 1}
+              for v in size_candidates(n.value, role) if v > 1}
     return sorted(values | ({1} if with_one else set()))
 
 
