@@ -94,6 +94,7 @@ def ablation_side(target: str, concrete: Sequence[str], settings: BenchSettings
     every shape with those parameters concrete."""
     from prism.bench import peak_rss_mb
     from prism.cost import get_device
+    from prism.ir.serialize import graph_to_json
     from prism.pipeline import search_config_for
     from prism.search import search
     from prism.search.checkpoint import load_checkpoint, reinstantiate, save_checkpoint
@@ -106,7 +107,9 @@ def ablation_side(target: str, concrete: Sequence[str], settings: BenchSettings
     sets = list(found.workload.shape_sets)[:settings.ablation_shapes or None]
     spec = get_device(settings.device)
     budget = (settings.concrete_budget_s or settings.budget_s) if concrete else settings.budget_s
-    entries, programs, reachable = [], [], []
+    entries: list[dict[str, Any]] = []
+    programs: list[list[str]] = []
+    candidates: list[list[dict[str, Any]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "checkpoint.json"
         for i, shapes in enumerate(sets):
@@ -132,14 +135,15 @@ def ablation_side(target: str, concrete: Sequence[str], settings: BenchSettings
                           "checkpoint" else _state(result)})
             entries.append(entry)
             programs.append(sorted({_digest(c.concrete()) for c in configs}))
-            # not timed: every size of every candidate, so `why` can tell the tuner's sample
-            # from the search's reach
-            reachable.append(_all_sizes(result, spec) if not concrete else [])
+            # so that `why` can tell the tuner's sample from the search's reach, if it asks
+            candidates.append([graph_to_json(c.graph) for c in result.equivalent]
+                              if not concrete else [])
     return {"concrete": sorted(concrete), "shapes": entries,
             "seconds": round(sum(e["seconds"] for e in entries), 3),
             "search_seconds": round(sum(e["search_seconds"] for e in entries), 3),
             "complete": all(not e["search_state"].startswith("stopped") for e in entries),
-            "peak_rss_mb": peak_rss_mb(), "_programs": programs, "_reachable": reachable}
+            "peak_rss_mb": peak_rss_mb(), "device": settings.device, "_programs": programs,
+            "_candidates": candidates}
 
 
 def _tuned(graph: Any, result: Any, spec: Any, settings: BenchSettings, budget: float,
@@ -175,11 +179,20 @@ def _tuned(graph: Any, result: Any, spec: Any, settings: BenchSettings, budget: 
     return entry, configs
 
 
-def _all_sizes(result: Any, spec: Any) -> list[str]:
+def _reaches(side: dict[str, Any], k: int, program: str) -> bool:
+    """Whether some accepted candidate of `side` at shape `k` is `program` at some feasible
+    assignment of its sizes (all of them, not the tuner's sample)."""
+    from prism.cost import get_device
     from prism.instantiate.params import assignments
+    from prism.ir.serialize import graph_from_json
     from prism.ir.spec import substitute_graph
-    return sorted({_digest(substitute_graph(c.graph, env)) for c in result.equivalent
-                   for env in assignments(c.graph, spec, limit=10**6)})
+    spec = get_device(side["device"])
+    for doc in side["_candidates"][k]:
+        graph = graph_from_json(doc)
+        if any(_digest(substitute_graph(graph, env)) == program
+               for env in assignments(graph, spec, limit=10**6)):
+            return True
+    return False
 
 
 def _digest(graph: Any) -> str:
@@ -252,7 +265,7 @@ def _why(s: dict[str, Any], c: dict[str, Any], symbolic: dict[str, Any],
     if cb is not None and (sb is None or cb["modeled_us"] < sb["modeled_us"]):
         if cb["program"] in symbolic["_programs"][k]:
             return text + " (the symbolic side tuned the concrete winner too; ranked otherwise)"
-        if cb["program"] in symbolic["_reachable"][k]:
+        if _reaches(symbolic, k, cb["program"]):
             return text + (" (the concrete winner is one of the symbolic candidates' sizes, "
                            "not among the at most 20 evenly spaced the tuner takes)")
         where = ("its checkpoint, searched at the first shape, holds no candidate with it "

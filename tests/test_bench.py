@@ -385,7 +385,7 @@ def test_the_ablation_files_quote_each_ratio_with_its_command(ablation):
     assert len(bars) == 2
 
 
-def _side(seconds, states, bests, programs=None, reachable=None):
+def _side(seconds, states, bests, programs=None, candidates=None):
     shapes = [{"shape": {"X": [8, 1024 * (k + 1)]}, "seconds": s, "search_seconds": s,
                "search_state": st, "best": None if b is None else {
                    "modeled_us": b[0], "program": b[1], "config": f"c[{b[1]}]",
@@ -394,18 +394,36 @@ def _side(seconds, states, bests, programs=None, reachable=None):
     return {"concrete": [], "shapes": shapes, "seconds": sum(seconds),
             "search_seconds": sum(seconds),
             "complete": not any(st.startswith("stopped") for st in states),
-            "_programs": programs or [[] for _ in seconds],
-            "_reachable": reachable or [[] for _ in seconds]}
+            "device": "h100", "_programs": programs or [[] for _ in seconds],
+            "_candidates": candidates or [[] for _ in seconds]}
+
+
+def _fused_symbolic():
+    """The fused RMSNorm+MatMul with symbolic grid g0 and loop F (a symbolic candidate)."""
+    from prism.frontend.builder import Block, Graph
+    g = Graph("fused")
+    X, W = g.input("X", (8, 256)), g.input("W", (256, 512))
+    tb = Block(grid=("g0",), forloop_range="F")
+    x, w = tb.input(X, imap=(-1,), fmap=1), tb.input(W, imap=(1,), fmap=0)
+    tb.output(tb.div(tb.accum(tb.matmul(x, w), "nored"), tb.accum(x, "red_ld_rms")), omap=(1,))
+    (out,) = g.customized(tb)
+    g.output(out)
+    return g.build()
 
 
 def test_an_ablation_row_says_why_the_winners_differ():
-    from prism.bench_ablation import ablation_row
+    from prism.bench_ablation import _digest, ablation_row
+    from prism.ir.serialize import graph_to_json
+    from prism.ir.spec import substitute_graph
+    candidate = _fused_symbolic()
+    # a size the tuner's 20 evenly spaced assignments may leave out, but a feasible one
+    z = _digest(substitute_graph(candidate, {"g0": 4, "F": 2}))
     symbolic = _side([2.0, 0.5], ["exhaustive", "re-instantiated"], [(5.0, "a"), (7.0, "b")],
-                     reachable=[[], ["z"]])
+                     candidates=[[], [graph_to_json(candidate)]])
     # the concrete side stopped at the first shape before it found "a"; at the second it
     # found a better program that the symbolic candidates have at a size the tuner left out
     concrete = _side([10.0, 10.0], ["stopped: time budget", "exhaustive"],
-                     [(9.0, "input"), (6.5, "z")], programs=[["input"], ["z"]])
+                     [(9.0, "input"), (6.5, z)], programs=[["input"], [z]])
     row = ablation_row("w", symbolic, concrete)
     assert row["ratio"] == 8.0 and row["ratio_kind"].startswith("lower bound")
     assert not row["same_best"] and row["same_program"] == [False, False]
