@@ -23,26 +23,11 @@ and a fitted growth of families and seconds against the cap: least squares of ln
 points whose search completed enter the fit, since a search the budget stopped reports fewer
 families than its cap allows.
 
-**Ablation** (symbolic against concrete search, issue 15 item 2) is not built: `ablation` is empty
-and `ablation_note` says so. Its design, for whoever builds it. Where the symbolic search keeps a
-parameter symbolic today: `BlockState.open` (prism/search/state.py) gives every block input a
-symbolic imap `m_*` and fmap `f_*` and every tile shape is an expression over `gx gy gz F`;
-`maps.instantiate` picks the map members only once a family is complete, and the verifier proves
-each member for every grid size and loop range. The concrete mode (one `SearchConfig` flag per
-parameter: grid, loop range, imap, fmap, omap, so that Prism's per-flag ablation is the same
-code) decides a parameter when the block graph is opened instead: one family per grid/loop
-assignment of `prism.instantiate.params.assignments` at the shape searched (powers of two that
-divide the partitioned dims and fit the device), and one per imap/fmap choice of
-`maps.row_choices`, so that every block op after the open is generated once per choice, as in
-Mirage. A concrete omap is chosen at close. Each concrete candidate is checked by
-`prism.verify.randomized.random_test` at its own sizes (Mirage's check), not by the e-graph. The
-hooks: `BlockState.open` takes the maps and sizes to use (default: fresh symbols, today's
-behaviour) and `Generator._open_custom` loops over the choices the config asks for (a few lines
-each). A row runs both sides over the workload's five shapes: symbolic = one search plus
-`reinstantiate` of its checkpoint at the other four (as `prism optimize --checkpoint` does),
-concrete = five searches; `ratio` = concrete / symbolic seconds, and `same_best` compares the two
-best kernels' modeled latencies at each shape (a row where they differ names the shape and the
-two kernels).
+**Ablation** (`prism bench --ablation`, `prism.bench_ablation`): the symbolic search against
+the same engine with grid sizes, loop range and maps concrete (`SearchConfig.concrete`), over
+each Prism workload's shapes, the symbolic side searching once and re-instantiating its
+checkpoint; a ratio per workload and whether both found the same best kernel (or why not), and
+Prism's per-flag ablation. A run with `--ablation` holds that section alone (no rows).
 """
 
 from __future__ import annotations
@@ -77,8 +62,7 @@ SCALING_TARGETS = ("rmsnorm_matmul", "attention")
 SCALING_CAPS = (5, 6, 7, 8, 9, 10, 11)
 QUICK_SCALING_CAPS = (4, 5)
 RSS_KIND = "peak RSS of a fresh process that ran only this (getrusage ru_maxrss)"
-ABLATION_NOTE = ("not built: the concrete mode of the generator is designed in prism/bench.py's "
-                 "docstring, not implemented")
+ABLATION_NOTE = "not run in this run: `prism bench --ablation` runs it"
 VERSIONED = ("prism-workbench", "torch", "triton", "z3-solver", "egglog", "numpy")
 
 
@@ -99,6 +83,8 @@ class BenchSettings:
     executor: str = "local"            # where the search's tasks run (prism.search.executors)
     workers: int | None = None
     ray_address: str | None = None
+    ablation_shapes: int | None = None  # the ablation: the first N shapes of each workload
+    concrete_budget_s: float | None = None   # the ablation's concrete searches (None: budget_s)
 
     @property
     def where(self) -> Any:
@@ -111,23 +97,37 @@ class BenchSettings:
                              "--budget 120")
         if self.max_block_ops is not None and self.max_block_ops < 1:
             raise BenchError(f"the block-op cap is {self.max_block_ops}; give at least 1")
+        if self.concrete_budget_s is not None and not self.concrete_budget_s > 0:
+            raise BenchError(f"the concrete searches' budget is {self.concrete_budget_s} s; "
+                             "give a positive time")
+        if self.ablation_shapes is not None and self.ablation_shapes < 1:
+            raise BenchError(f"the ablation's shape count is {self.ablation_shapes}; give at "
+                             "least 1")
 
 
 FULL = BenchSettings()
 # CI: small enough that two small workloads run in about a minute on two cores
 QUICK = BenchSettings(budget_s=120.0, max_block_ops=5, compile_ptx=False, quick=True)
+# the ablation: a budget per search; the concrete side searches every shape, so a full run of
+# Prism's five workloads is 24 concrete searches of up to `budget_s` each
+ABLATION = BenchSettings(budget_s=60.0, max_block_ops=4, compile_ptx=False)
+# CI: the symbolic search completes; each concrete one stops at its budget (partial figures)
+QUICK_ABLATION = BenchSettings(budget_s=60.0, max_block_ops=4, compile_ptx=False, quick=True,
+                               ablation_shapes=2, concrete_budget_s=5.0)
 
 
 def run_bench(targets: Sequence[str], settings: BenchSettings = FULL, *,
               scaling_caps: Sequence[int] | None = None,
               scaling_targets: Sequence[str] = SCALING_TARGETS,
+              ablation: Sequence[str] = (), ablation_flags: bool = True,
               progress: Callable[[str, dict[str, Any]], None] | None = None,
               command: str = "") -> dict[str, Any]:
     """The bench document: one row per target, the scaling section when `scaling_caps` is
-    given, the (empty) ablation, and the machine, versions, commit and date. `progress` is
-    called with ("row" | "scaling", the row or point) as each one finishes."""
+    given, the ablation of the workloads in `ablation` (with Prism's per-flag rows when
+    `ablation_flags`), and the machine, versions, commit and date. `progress` is called with
+    ("row" | "scaling" | "ablation" | "flag", the row or point) as each one finishes."""
     from prism.targets import resolve
-    for target in (*targets, *(scaling_targets if scaling_caps else ())):
+    for target in (*targets, *(scaling_targets if scaling_caps else ()), *ablation):
         if len(resolve(target)) != 1:   # fail before minutes of work, with resolve's message
             raise BenchError(f"{target} holds several graphs; bench one program per target")
     started = time.perf_counter()
@@ -149,9 +149,14 @@ def run_bench(targets: Sequence[str], settings: BenchSettings = FULL, *,
                 if progress:
                     progress("scaling", point)
             parts[target] = {"points": points, "fit": scaling_fit(points)}
+    section: dict[str, Any] = {"rows": [], "flags": [], "note": ABLATION_NOTE}
+    if ablation:
+        from prism.bench_ablation import run_ablation
+        section = run_ablation(ablation, settings, flags=ablation_flags, progress=progress)
     return {"schema": SCHEMA, **provenance(), "command": command,
             "settings": asdict(settings), "rows": rows, "scaling": scaling,
-            "ablation": [], "ablation_note": ABLATION_NOTE,
+            "ablation": section["rows"], "ablation_flags": section["flags"],
+            "ablation_note": section["note"],
             "seconds": round(time.perf_counter() - started, 2)}
 
 

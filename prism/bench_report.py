@@ -39,11 +39,13 @@ class ResultsError(PrismError):
 
 
 def stem(doc: Mapping[str, Any]) -> str:
-    """`<date>-<commit>` (and `-quick` for a quick run): the name of a run's files."""
+    """`<date>-<commit>` (`-ablation` for a run of the ablation alone, `-quick` for a quick
+    run): the name of a run's files."""
     commit = str(doc.get("commit", "unknown"))[:9]
     dirty = "-dirty" if doc.get("dirty") else ""
+    ablation = "-ablation" if doc.get("ablation") and not doc.get("rows") else ""
     quick = "-quick" if doc.get("settings", {}).get("quick") else ""
-    return f"{str(doc['date'])[:10]}-{commit}{dirty}{quick}"
+    return f"{str(doc['date'])[:10]}-{commit}{dirty}{ablation}{quick}"
 
 
 def write_history(doc: Mapping[str, Any], folder: Path) -> dict[str, str]:
@@ -85,7 +87,7 @@ def latest_results(folder: Path) -> Path:
             doc = load_results(p)
         except ResultsError:
             continue
-        if not doc.get("settings", {}).get("quick"):
+        if not doc.get("settings", {}).get("quick") and doc["rows"]:   # not an ablation run
             found.append((str(doc["date"]), p))
     if not found:
         raise ResultsError(f"{folder} holds no full `prism bench` run; run `prism bench` "
@@ -139,6 +141,15 @@ def row_lines(rows: Sequence[Mapping[str, Any]]) -> Iterator[str]:
 
 def _header(doc: Mapping[str, Any]) -> str:
     s, m = doc["settings"], doc["machine"]
+    if doc.get("ablation") and not doc["rows"]:
+        return (f"`{doc.get('command') or 'prism bench --ablation'}` on {doc['date']}, commit "
+                f"{str(doc['commit'])[:9]}"
+                f"{' (uncommitted changes)' if doc.get('dirty') else ''}, {m['cpus']} CPUs "
+                f"({m['platform']}); the ablation alone: {len(doc['ablation'])} workload(s), "
+                f"budget {s['budget_s']:g} s per symbolic search and "
+                f"{s.get('concrete_budget_s') or s['budget_s']:g} s per concrete one, "
+                f"device {s['device']}, "
+                f"{doc['seconds']:.0f} s in all. Timings are wall clock on this machine.")
     caps = (f"block-op cap {s['max_block_ops']}" if s.get("max_block_ops")
             else "the pipeline's default caps")
     return (f"`{doc.get('command') or 'prism bench'}` on {doc['date']}, commit "
@@ -159,7 +170,9 @@ def _where(settings: Mapping[str, Any]) -> str:
 
 
 def markdown(doc: Mapping[str, Any]) -> str:
-    out = [f"# prism bench {stem(doc)}", "", _header(doc), "", *row_lines(doc["rows"]), ""]
+    out = [f"# prism bench {stem(doc)}", "", _header(doc), ""]
+    if doc["rows"] or not doc.get("ablation"):
+        out += [*row_lines(doc["rows"]), ""]
     scaling = doc.get("scaling")
     if scaling:
         out += ["## Scaling: the search against the block-op cap", "",
@@ -176,8 +189,75 @@ def markdown(doc: Mapping[str, Any]) -> str:
         for name, part in scaling["workloads"].items():
             out.append(f"- {name}: {fit_text(part['fit'])}")
         out.append("")
-    out += ["## Ablation", "", doc.get("ablation_note") or "", ""]
+    out += ["## Ablation: symbolic against concrete parameters", "",
+            doc.get("ablation_note") or "", ""]
+    if doc.get("ablation"):
+        out += [*ablation_lines(doc), ""]
     return "\n".join(out)
+
+
+def ablation_lines(doc: Mapping[str, Any]) -> Iterator[str]:
+    """The ablation's rows, each shape of each side, the per-flag rows, and every ratio quoted
+    with the command that produced it."""
+    yield ("| workload | shapes | symbolic s | concrete s | ratio | ratio is | search ratio | "
+           "same best | why not |")
+    yield "|---|---|---|---|---|---|---|---|---|"
+    for r in doc["ablation"]:
+        yield (f"| {r['workload']} | {r['shapes']} | {r['symbolic_seconds']:.1f} | "
+               f"{r['concrete_seconds']:.1f} | {_num(r['ratio'])}× | {r['ratio_kind']} | "
+               f"{_num(r['search_ratio'])}× | {'yes' if r['same_best'] else 'no'} | "
+               f"{r.get('why', '')} |")
+    yield ""
+    yield ("| workload | shape | side | search s | tune s | families | accepted / checked "
+           "(by) | check s | best µs (modeled) | search |")
+    yield "|---|---|---|---|---|---|---|---|---|---|"
+    for r in doc["ablation"]:
+        for side in ("symbolic", "concrete"):
+            for e in r[side]["shapes"]:
+                yield _shape_line(r["workload"], side, e)
+    flags = doc.get("ablation_flags") or []
+    if flags:
+        yield ""
+        yield ("| workload | shape | concrete | seconds | symbolic s | ratio | search ratio | "
+               "families | accepted (by) | best µs | same best | search |")
+        yield "|---|---|---|---|---|---|---|---|---|---|---|---|"
+        for f in flags:
+            e = f["side"]["shapes"][0]
+            yield (f"| {f['workload']} | {_shape_text(f['shape'])} | {f['label']} | "
+                   f"{f['seconds']:.1f} | {f['symbolic_seconds']:.1f} | {_num(f['ratio'])}× | "
+                   f"{_num(f['search_ratio'])}× | {e['families_generated']} | "
+                   f"{e['candidates_accepted']} ({_by(e)}) | {_best_us(e)} | "
+                   f"{'yes' if f['same_best'] else 'no: ' + f.get('why', '')} | "
+                   f"{e['search_state']} |")
+    command = doc.get("command") or "prism bench --ablation"
+    yield ""
+    for r in doc["ablation"]:
+        yield (f"- {r['workload']}: concrete / symbolic = {_num(r['ratio'])}× "
+               f"({r['ratio_kind']}; searches alone {_num(r['search_ratio'])}×), "
+               f"same best: {'yes' if r['same_best'] else 'no'}; `{command}`")
+    for f in flags:
+        yield (f"- {f['workload']} with {f['label']}: {_num(f['ratio'])}× the symbolic side at "
+               f"{_shape_text(f['shape'])} ({f['ratio_kind']}); `{command}`")
+
+
+def _shape_text(shape: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}{tuple(v)}" for k, v in shape.items())
+
+
+def _by(e: Mapping[str, Any]) -> str:
+    return ", ".join(f"{n} {m}" for m, n in e["accepted_by"].items()) or "none"
+
+
+def _best_us(e: Mapping[str, Any]) -> str:
+    b = e["best"]
+    return "none" if b is None else f"{b['modeled_us']:.3f} ({b['config']})"
+
+
+def _shape_line(workload: str, side: str, e: Mapping[str, Any]) -> str:
+    return (f"| {workload} | {_shape_text(e['shape'])} | {side} | {e['search_seconds']:.1f} | "
+            f"{e['tune_seconds']:.2f} | {e['families_generated']} | {e['candidates_accepted']} "
+            f"/ {e['candidates_checked']} ({_by(e)}) | {e['check_seconds']:.1f} | "
+            f"{_best_us(e)} | {e['search_state']} |")
 
 
 def fit_text(fit: Mapping[str, Any]) -> str:
@@ -295,7 +375,10 @@ SERIES = (("best_latency_us", "best kernel", "#3b6ea8"), ("roofline_us", "roofli
 
 
 def svg_chart(doc: Mapping[str, Any]) -> str:
-    """Grouped horizontal bars: best, roofline and eager per workload (µs, modeled)."""
+    """Grouped horizontal bars: best, roofline and eager per workload (µs, modeled); for a run
+    of the ablation alone, each workload's symbolic and concrete seconds."""
+    if doc.get("ablation") and not doc["rows"]:
+        return ablation_svg(doc)
     rows = [r for r in doc["rows"] if "error" not in r]
     width, left, bar, gap = 720, 150, 9, 12
     top = 40
@@ -327,6 +410,49 @@ def svg_chart(doc: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+ABLATION_SERIES = (("symbolic_seconds", "symbolic (one search, checkpoint re-instantiated)",
+                    "#3b6ea8"), ("concrete_seconds", "concrete (a search per shape)", "#c8553d"))
+
+
+def ablation_svg(doc: Mapping[str, Any]) -> str:
+    """Per workload, the two sides' seconds over its shapes, on a log scale (they differ by
+    orders of magnitude); a side stopped by its budget is marked ≥."""
+    rows = doc["ablation"]
+    width, left, bar, gap, top = 760, 150, 12, 14, 44
+    height = top + len(rows) * (2 * bar + gap) + 40
+    values = [r[k] for r in rows for k, _, _ in ABLATION_SERIES if r[k] and r[k] > 0]
+    lo = math.floor(math.log10(min([*values, 1.0])))
+    hi = math.ceil(math.log10(max([*values, 10.0])))
+    scale = (width - left - 110) / max(1, hi - lo)
+
+    def x(v: float) -> float:
+        return left + (math.log10(max(v, 10.0 ** lo)) - lo) * scale
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<text x="10" y="18" font-size="13">Optimization seconds over each workload\'s '
+           f'shapes, log scale ({html.escape(stem(doc))})</text>']
+    for i, (_, label, color) in enumerate(ABLATION_SERIES):
+        out.append(f'<rect x="{left + i * 290}" y="26" width="10" height="10" fill="{color}"/>'
+                   f'<text x="{left + i * 290 + 14}" y="35">{html.escape(label)}</text>')
+    y = top + 8
+    for r in rows:
+        out.append(f'<text x="{left - 6}" y="{y + bar + 4}" text-anchor="end">'
+                   f'{html.escape(r["workload"])}</text>')
+        for key, _, color in ABLATION_SERIES:
+            side = r["symbolic" if key.startswith("symbolic") else "concrete"]
+            at_least = "" if side["complete"] else "≥ "
+            w = max(1.0, x(r[key]) - left)
+            out.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar - 1}" '
+                       f'fill="{color}"/><text x="{left + w + 4:.1f}" y="{y + bar - 2}">'
+                       f'{at_least}{r[key]:.1f} s</text>')
+            y += bar
+        out.append(f'<text x="{width - 4}" y="{y - 2}" text-anchor="end">'
+                   f'{_num(r["ratio"])}×</text>')
+        y += gap
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def figures(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The page's plotly figures as plain data: latencies per workload, and the scaling."""
     rows = [r for r in doc["rows"] if "error" not in r]
@@ -335,7 +461,7 @@ def figures(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                          "marker": {"color": color}} for k, label, color in SERIES],
                "layout": {"title": {"text": "Modeled latency (µs)"}, "barmode": "group",
                           "yaxis": {"title": {"text": "µs, modeled"}}}}
-    out = [latency]
+    out = [latency] if rows or not doc.get("ablation") else []
     scaling = doc.get("scaling")
     if scaling:
         data = []
@@ -352,6 +478,15 @@ def figures(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
             "yaxis": {"title": {"text": "families generated"}, "type": "log"},
             "yaxis2": {"title": {"text": "search seconds"}, "type": "log", "overlaying": "y",
                        "side": "right"}}})
+    ablation = doc.get("ablation")
+    if ablation:
+        names = [r["workload"] for r in ablation]
+        out.append({"data": [{"type": "bar", "name": label, "x": names,
+                              "y": [r[k] for r in ablation], "marker": {"color": color}}
+                             for k, label, color in ABLATION_SERIES],
+                    "layout": {"title": {"text": "Ablation: optimization seconds over the "
+                                                 "shapes"}, "barmode": "group",
+                               "yaxis": {"title": {"text": "seconds"}, "type": "log"}}})
     return out
 
 

@@ -515,7 +515,9 @@ def _bench_run(args: argparse.Namespace, out: Path) -> Any:
     from dataclasses import replace
 
     from prism import bench, bench_report
-    settings = replace(bench.QUICK if args.quick else bench.FULL, device=args.device,
+    base = (bench.QUICK_ABLATION if args.quick else bench.ABLATION) if args.ablation else \
+        (bench.QUICK if args.quick else bench.FULL)
+    settings = replace(base, device=args.device,
                        runs=args.runs, executor=args.executor, workers=args.workers,
                        ray_address=args.ray_address)
     _ = settings.where      # an unknown executor or a bad count: before any work
@@ -523,12 +525,18 @@ def _bench_run(args: argparse.Namespace, out: Path) -> Any:
         settings = replace(settings, budget_s=args.budget)
     if args.max_block_ops is not None:
         settings = replace(settings, max_block_ops=args.max_block_ops)
+    if args.concrete_budget is not None:
+        settings = replace(settings, concrete_budget_s=args.concrete_budget)
     caps = None
     if args.scaling:
         caps = bench.QUICK_SCALING_CAPS if args.quick else bench.SCALING_CAPS
 
     def progress(kind: str, item: dict[str, Any]) -> None:
-        if kind == "row":
+        if kind in ("ablation", "flag"):
+            what = item.get("label", "symbolic against concrete")
+            print(f"ablation {item['workload']} ({what}): {_ratio_text(item)}", file=sys.stderr,
+                  flush=True)
+        elif kind == "row":
             state = item.get("error") or (f"{item['search_seconds']:.1f} s search, "
                                           f"{item['families_generated']} families, "
                                           f"{item['search_state']}")
@@ -537,8 +545,13 @@ def _bench_run(args: argparse.Namespace, out: Path) -> Any:
             print(f"scaling {item['workload']} cap {item['cap']}: {item['search_seconds']:.1f} "
                   f"s, {item['families_generated']} families", file=sys.stderr, flush=True)
 
-    doc = bench.run_bench(args.workloads or bench.NINE, settings, scaling_caps=caps,
-                          progress=progress, command=_bench_command(args))
+    if args.ablation:       # the ablation alone (its own run: `prism bench --ablation`)
+        from prism.bench_ablation import PRISM_FIVE
+        doc = bench.run_bench([], settings, ablation=args.workloads or PRISM_FIVE,
+                              progress=progress, command=_bench_command(args))
+    else:
+        doc = bench.run_bench(args.workloads or bench.NINE, settings, scaling_caps=caps,
+                              progress=progress, command=_bench_command(args))
     doc["files"] = bench_report.write_history(doc, out)
     if not args.json:
         print(bench_report.markdown(doc))
@@ -548,11 +561,18 @@ def _bench_run(args: argparse.Namespace, out: Path) -> Any:
     return Exit(doc if args.json else None, 1 if failed else 0)
 
 
+def _ratio_text(row: dict[str, Any]) -> str:
+    ratio = "n/a" if row["ratio"] is None else f"{row['ratio']:.2f}x"
+    return f"{ratio} ({row['ratio_kind']}), same best: {'yes' if row['same_best'] else 'no'}"
+
+
 def _bench_command(args: argparse.Namespace) -> str:
     """The command line that reproduces this run, for the results file."""
     words = ["prism", "bench", *args.workloads]
-    words += [flag for flag, on in (("--quick", args.quick), ("--scaling", args.scaling)) if on]
+    words += [flag for flag, on in (("--quick", args.quick), ("--scaling", args.scaling),
+                                    ("--ablation", args.ablation)) if on]
     for flag, value in (("--budget", args.budget), ("--max-block-ops", args.max_block_ops),
+                        ("--concrete-budget", args.concrete_budget),
                         ("--device", args.device), ("--out", args.out),
                         ("--executor", None if args.executor == "local" else args.executor),
                         ("--workers", args.workers), ("--ray-address", args.ray_address)):
@@ -738,6 +758,13 @@ def _parser() -> argparse.ArgumentParser:
                     "pipeline's; 5 with --quick)")
     sp.add_argument("--scaling", action="store_true", help="also search rmsnorm_matmul and "
                     "attention at block-op caps 5..11 (4, 5 with --quick)")
+    sp.add_argument("--ablation", action="store_true", help="instead of the rows: the "
+                    "symbolic search against the same engine with grid sizes, loop range and "
+                    "maps concrete, over each workload's shapes (default Prism's five; budget "
+                    "60 s per search, 4 block ops; --quick: two shapes, 5 s per concrete "
+                    "search)")
+    sp.add_argument("--concrete-budget", type=float, metavar="S", help="with --ablation: "
+                    "seconds per concrete search (default: --budget)")
     sp.add_argument("--runs", metavar="DIR", help="keep each workload's optimize outputs "
                     "(trace.jsonl, result.json, report.html) in DIR/WORKLOAD")
     sp.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),

@@ -64,7 +64,7 @@ def test_quick_run_exits_0_and_has_a_row_per_workload(quick, doc):
     assert code == 0
     assert [r["workload"] for r in doc["rows"]] == list(QUICK_TWO)
     assert doc["settings"]["quick"] and doc["settings"]["max_block_ops"] == 5
-    assert doc["ablation"] == [] and "not built" in doc["ablation_note"]
+    assert doc["ablation"] == [] and "--ablation" in doc["ablation_note"]
     assert len(doc["commit"]) == 40 and doc["versions"]["z3-solver"]
     assert doc["command"].startswith("prism bench swiglu attention --quick")
 
@@ -306,3 +306,155 @@ def test_a_users_function_is_a_row(tmp_path, capsys):
     assert row["workload"] == "relu_proj" and row["max_block_ops"] == 3
     assert row["roofline_us"] == pytest.approx(roofline_us(graph, get_device("h100")), abs=1e-4)
     assert row["best_latency_us"] is not None and row["latency_kind"] == "modeled"
+
+
+# -- the ablation --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ablation(tmp_path_factory):
+    """The quick ablation of rmsnorm_matmul (two shapes, 4 block ops, 5 s per concrete search)
+    without the per-flag rows, and its history files: about 20 s."""
+    doc = bench.run_bench([], bench.QUICK_ABLATION, ablation=["rmsnorm_matmul"],
+                          ablation_flags=False, command="prism bench rmsnorm_matmul --ablation "
+                          "--quick")
+    out = tmp_path_factory.mktemp("ablation")
+    return doc, bench_report.write_history(doc, out)
+
+
+def test_the_ablation_row_is_its_sides_and_the_cost_model(ablation):
+    """Every figure of the row against an oracle that did not compute it: each winner's
+    latency is the cost model's on its graph at that shape, `same_best` and the ratio are
+    recomputed from those, and the concrete winner is a program the float64 interpreter finds
+    equal to the workload's torch reference at that shape."""
+    import numpy as np
+
+    from prism.ir.interpret import interpret
+    from prism.search.concrete import MIRAGE_CHECK
+    doc, _ = ablation
+    (row,) = doc["ablation"]
+    workload = get_workload("rmsnorm_matmul")
+    assert row["workload"] == "rmsnorm_matmul" and row["shapes"] == 2
+    latencies = {}
+    for side in ("symbolic", "concrete"):
+        shapes = row[side]["shapes"]
+        assert [e["shape"] for e in shapes] == [
+            {k: list(v) for k, v in s.items()} for s in workload.shape_sets[:2]]
+        assert row[side]["seconds"] == pytest.approx(sum(e["seconds"] for e in shapes),
+                                                     abs=2e-3)
+        for e in shapes:
+            best = e["best"]
+            graph = graph_from_json(best["graph"])
+            assert not graph.free_vars()
+            assert best["modeled_us"] == pytest.approx(
+                modeled(graph, get_device("h100")).latency_us, rel=1e-6)
+            latencies[side, tuple(e["shape"]["X"])] = best["modeled_us"]
+            if side == "concrete":
+                assert best["accepted_by"] in (MIRAGE_CHECK, "the input program")
+                assert set(e["accepted_by"]) <= {MIRAGE_CHECK}
+                w = workload.with_shapes(**{k: tuple(v) for k, v in e["shape"].items()})
+                arrays = w.random_inputs(0)
+                (got,) = interpret(graph, *arrays)
+                (want,) = w.reference(*arrays)
+                assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
+    assert row[ "symbolic"]["shapes"][0]["search_state"] == "exhaustive"
+    second = row["symbolic"]["shapes"][1]
+    assert second["search_state"] == "re-instantiated" and second["families_generated"] == 0
+    same = all(latencies["symbolic", x] == pytest.approx(latencies["concrete", x], rel=1e-9)
+               for x in ((8, 1024), (8, 2048)))
+    assert row["same_best"] is same and ("why" in row) is (not same)
+    assert row["ratio"] == pytest.approx(row["concrete_seconds"] / row["symbolic_seconds"],
+                                         abs=1e-3)
+    stopped = [e["search_state"].startswith("stopped") for e in row["concrete"]["shapes"]]
+    assert row["concrete"]["complete"] is (not any(stopped))
+    assert row["ratio_kind"] == ("exact" if not any(stopped) else
+                                 "lower bound (the concrete side was stopped by its budget)")
+
+
+def test_the_symbolic_side_is_the_search_run_here(ablation):
+    """The symbolic side's first shape is the search in the canonical order, run here."""
+    from prism.pipeline import search_config_for
+    from prism.search import search
+    doc, _ = ablation
+    first = doc["ablation"][0]["symbolic"]["shapes"][0]
+    graph = get_workload("rmsnorm_matmul").graph
+    here = search(graph, replace(search_config_for(graph, 60.0, "h100"), max_block_ops=4))
+    assert first["families_generated"] == here.generated
+    assert first["candidates_accepted"] == len(here.equivalent)
+    assert first["accepted_by"] == {"e-graph": len(here.equivalent)}
+
+
+def test_the_ablation_files_quote_each_ratio_with_its_command(ablation):
+    doc, files = ablation
+    (row,) = doc["ablation"]
+    assert files["json"].endswith("-ablation-quick.json")
+    md = Path(files["markdown"]).read_text()
+    assert f"{row['ratio']:.2f}×" in md and "`prism bench rmsnorm_matmul --ablation --quick`" in md
+    svg = ET.fromstring(Path(files["svg"]).read_text())
+    bars = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect") if r.get("height") != "10"]
+    assert len(bars) == 2
+
+
+def _side(seconds, states, bests, programs=None, candidates=None):
+    shapes = [{"shape": {"X": [8, 1024 * (k + 1)]}, "seconds": s, "search_seconds": s,
+               "search_state": st, "best": None if b is None else {
+                   "modeled_us": b[0], "program": b[1], "config": f"c[{b[1]}]",
+                   "num_kernels": 1}}
+              for k, (s, st, b) in enumerate(zip(seconds, states, bests, strict=True))]
+    return {"concrete": [], "shapes": shapes, "seconds": sum(seconds),
+            "search_seconds": sum(seconds),
+            "complete": not any(st.startswith("stopped") for st in states),
+            "device": "h100", "_programs": programs or [[] for _ in seconds],
+            "_candidates": candidates or [[] for _ in seconds]}
+
+
+def _fused_symbolic():
+    """The fused RMSNorm+MatMul with symbolic grid g0 and loop F (a symbolic candidate)."""
+    from prism.frontend.builder import Block, Graph
+    g = Graph("fused")
+    X, W = g.input("X", (8, 256)), g.input("W", (256, 512))
+    tb = Block(grid=("g0",), forloop_range="F")
+    x, w = tb.input(X, imap=(-1,), fmap=1), tb.input(W, imap=(1,), fmap=0)
+    tb.output(tb.div(tb.accum(tb.matmul(x, w), "nored"), tb.accum(x, "red_ld_rms")), omap=(1,))
+    (out,) = g.customized(tb)
+    g.output(out)
+    return g.build()
+
+
+def test_an_ablation_row_says_why_the_winners_differ():
+    from prism.bench_ablation import _digest, ablation_row
+    from prism.ir.serialize import graph_to_json
+    from prism.ir.spec import substitute_graph
+    candidate = _fused_symbolic()
+    # a size the tuner's 20 evenly spaced assignments may leave out, but a feasible one
+    z = _digest(substitute_graph(candidate, {"g0": 4, "F": 2}))
+    symbolic = _side([2.0, 0.5], ["exhaustive", "re-instantiated"], [(5.0, "a"), (7.0, "b")],
+                     candidates=[[], [graph_to_json(candidate)]])
+    # the concrete side stopped at the first shape before it found "a"; at the second it
+    # found a better program that the symbolic candidates have at a size the tuner left out
+    concrete = _side([10.0, 10.0], ["stopped: time budget", "exhaustive"],
+                     [(9.0, "input"), (6.5, z)], programs=[["input"], [z]])
+    row = ablation_row("w", symbolic, concrete)
+    assert row["ratio"] == 8.0 and row["ratio_kind"].startswith("lower bound")
+    assert not row["same_best"] and row["same_program"] == [False, False]
+    first, second = row["why"].split("; ")
+    assert "X(8, 1024)" in first and "stopped: time budget before it reached it" in first
+    assert "X(8, 2048)" in second and "not among the at most 20" in second
+    assert "_programs" not in row["symbolic"]
+    # not reachable at all: the checkpoint searched at the first shape
+    row = ablation_row("w", _side([2.0, 0.5], ["exhaustive", "re-instantiated"],
+                                  [(5.0, "a"), (7.0, "b")]), concrete)
+    assert "checkpoint, searched at the first shape" in row["why"].split("; ")[1]
+    same = ablation_row("w", symbolic, _side([4.0, 4.0], ["exhaustive"] * 2,
+                                             [(5.0, "a"), (7.0, "c")]))
+    assert same["same_best"] and "why" not in same and same["ratio_kind"] == "exact"
+    assert same["same_program"] == [True, False]
+
+
+def test_an_ablation_run_is_not_the_latest_full_run(tmp_path):
+    full = {"date": "2026-01-02T00:00:00+00:00", "commit": "a" * 40, "settings": {},
+            "rows": [{"workload": "w"}]}
+    alone = {**full, "date": "2026-01-03T00:00:00+00:00", "rows": [], "ablation": [{}]}
+    assert bench_report.stem(alone).endswith("-ablation")
+    for d in (full, alone):
+        (tmp_path / f"{bench_report.stem(d)}.json").write_text(json.dumps(d))
+    assert bench_report.latest_results(tmp_path).name == f"{bench_report.stem(full)}.json"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from prism.cost.devices import DeviceSpec, default_device
@@ -25,6 +24,7 @@ from prism.ir.dims import Dim, evaluate
 from prism.ir.graph import KernelGraph
 from prism.ir.spec import problems
 from prism.search.audit import within_limits
+from prism.search.concrete import size_candidates
 
 MAX_CONFIGS = 20
 
@@ -36,26 +36,8 @@ class Variable:
     n: int           # gcd of the data dims it divides (0: divides none)
 
     def candidates(self) -> list[int]:
-        n = self.n
-        if n <= 1:
-            return [1]
-        if n <= 64:
-            return [v for v in _powers(n) if n % v == 0]
-        start, stop = (max(1, n // 256), n // 16) if self.role == "loop" else \
-                      (max(1, n // 512), n // 8)
-        out, v = [], start
-        while v <= stop:
-            if n % v == 0:
-                out.append(v)
-            v *= 2
-        return out or [1]
-
-
-def _powers(n: int) -> Iterator[int]:
-    v = 1
-    while v <= n:
-        yield v
-        v *= 2
+        # rule 2 above; it sits in the search, whose concrete mode opens block graphs with it
+        return size_candidates(self.n, self.role)
 
 
 def variables(graph: KernelGraph) -> list[Variable]:

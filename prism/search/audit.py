@@ -19,6 +19,7 @@ A program that breaks its family's claim is a *wrongly pruned* finding, reported
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import threading
@@ -30,7 +31,7 @@ from prism.cost.devices import DeviceSpec
 from prism.errors import PrismError
 from prism.ir.dims import evaluate
 from prism.ir.graph import KernelGraph
-from prism.ir.ops import OPS, data_dim
+from prism.ir.ops import OPS
 from prism.ir.serialize import graph_to_json
 from prism.ir.spec import problems, substitute_graph
 from prism.search.config import SearchConfig, SearchConfigError
@@ -202,7 +203,9 @@ def feasible_assignments(graph: KernelGraph, device: DeviceSpec) -> list[dict[st
 
 
 def within_limits(graph: KernelGraph, env: dict[str, int], device: DeviceSpec) -> bool:
-    for _, bg in graph.iter_blocks():
+    from prism.search.hardware import data_shapes, whole_dim
+    for custom, bg in graph.iter_blocks():
+        wholes = functools.cache(functools.partial(data_shapes, graph, custom))
         if math.prod(evaluate(g, env) for g in bg.grid) > device.max_blocks:
             return False
         smem = 0
@@ -218,8 +221,10 @@ def within_limits(graph: KernelGraph, env: dict[str, int], device: DeviceSpec) -
             if op.kind != "matmul":
                 continue
             for t in op.inputs:
-                for d in bg.shape(t)[-2:]:
-                    size = evaluate(d, env)
-                    if size < device.min_matmul_tile and size != data_dim(d).value:
+                shape = bg.shape(t)
+                for k in (len(shape) - 2, len(shape) - 1):
+                    size = evaluate(shape[k], env)
+                    if size < device.min_matmul_tile and \
+                            size != whole_dim(shape[k], t, k, wholes).value:
                         return False
     return True

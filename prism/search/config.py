@@ -10,6 +10,10 @@ has at most 5 kernels (custom or pre-defined; inputs and outputs not counted).
 `(name, rule)` pairs, where `rule(ctx, family)` returns a `Pruned` or None exactly as a built-in
 rule does. Each is counted, traced, switchable off and auditable by its name, like the built-ins;
 this is how a new rule is tried (and debugged: notebook 07) without editing the engine.
+
+`concrete` names the execution parameters the search decides when it opens a block graph instead
+of keeping them symbolic (`prism.search.concrete`: "grid" sizes, "loop" range, "imap", "fmap",
+"omap"), the ablation Prism reports; empty, the default, is the symbolic search.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ KERNEL_OPS = ("matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "add", 
 BLOCK_VOCABULARY = tuple(n for n, od in OPS.items() if od.compute and BLOCK in od.levels)
 KERNEL_VOCABULARY = tuple(n for n, od in OPS.items() if od.compute and KERNEL in od.levels)
 RULE_NAMES = tuple(RULES)
+# what `SearchConfig.concrete` may name: grid sizes, the loop range, and the three maps
+CONCRETE_PARAMS = ("grid", "loop", "imap", "fmap", "omap")
 UserRule = tuple[str, Callable[[Any, Any], Any]]     # (name, rule(ctx, family) -> Pruned | None)
 
 
@@ -67,6 +73,10 @@ class SearchConfig:
     # Part of the result's definition (branch and bound reads the incumbent of its own task
     # and the part before the cuts), so the same whatever the executor and worker count.
     split_depth: int = 2
+    # Parameters decided concretely as the block graph opens (closes, for "omap"), one family
+    # per choice, as in Mirage; candidates with concrete sizes are accepted by random testing
+    # (`prism.search.concrete`). Empty: every parameter symbolic (Prism's search).
+    concrete: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not isinstance(self.device, DeviceSpec):
@@ -116,6 +126,10 @@ class SearchConfig:
         if clash:
             out.append(f"user rule name(s) {', '.join(clash)} are taken (built-in or given "
                        "twice); give each rule a name of its own")
+        odd = sorted(set(self.concrete) - set(CONCRETE_PARAMS))
+        if odd:
+            out.append(f"unknown concrete parameter(s) {', '.join(odd)}; choose from "
+                       f"{', '.join(CONCRETE_PARAMS)}")
         known = (*RULE_NAMES, *given)
         bad = sorted(set(self.disabled) - set(known))
         if bad:
@@ -137,4 +151,5 @@ class SearchConfig:
                                   "max_blocks": self.device.max_blocks,
                                   "min_matmul_tile": self.device.min_matmul_tile,
                                   "dtype_bytes": self.device.dtype_bytes},
-                **({"user_rules": [name for name, _ in self.rules]} if self.rules else {})}
+                **({"user_rules": [name for name, _ in self.rules]} if self.rules else {}),
+                **({"concrete": sorted(self.concrete)} if self.concrete else {})}

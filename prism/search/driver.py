@@ -39,6 +39,7 @@ from prism.ir.ops import OPS
 from prism.ir.serialize import graph_to_json
 from prism.ir.spec import substitute_graph
 from prism.search.abstract import AbstractTarget
+from prism.search.concrete import mirage_check
 from prism.search.config import SearchConfig
 from prism.search.generate import Callbacks, Generator, Stop
 from prism.search.maps import (
@@ -462,9 +463,12 @@ class _Run:
         found = self._by_kernel(graph, family, kernel.equalities)
         if found is None:
             found = []
-            for member in instantiate(graph, kernel.equalities, limit=MAP_LIMIT):
+            fixed = self.config.concrete & {"imap", "fmap", "omap"}
+            for member in instantiate(graph, kernel.equalities, limit=MAP_LIMIT, fixed=fixed):
                 if self.should_stop():
                     raise Stop
+                if self.config.concrete and not self._fits(member):
+                    continue
                 found.append(self.check(member, family.id))
             if len(found) >= MAP_LIMIT:
                 self.note(f"family {family.id}: map instantiation stopped at {MAP_LIMIT} "
@@ -475,6 +479,19 @@ class _Run:
         if self.stop_at_first_best and any(c.modeled_us is not None for c in found
                                            if c.verdict.verdict == "equivalent"):
             raise Stop
+
+    def _fits(self, member: KernelGraph) -> bool:
+        """In the concrete mode, a member whose sizes are all numbers must fit the device: the
+        hardware rule passed its family for some choice of the maps still symbolic then (the
+        symbolic search leaves this to the tuner's assignments)."""
+        from prism.ir.spec import problems
+        from prism.search.audit import within_limits
+        if member.free_vars() or problems(member) or \
+                within_limits(member, {}, self.config.device):
+            return True             # (a member that is no program: its check says so)
+        self.note("the concrete mode left out members whose sizes do not fit the device "
+                  "(blocks, shared memory or matmul tiles, checked on the member)")
+        return False
 
     def _by_kernel(self, graph: KernelGraph, family: CompleteFamily, equalities: Any
                    ) -> list[Candidate] | None:
@@ -494,7 +511,8 @@ class _Run:
         and the combinations with it are not built (counted in the family's `by_kernel`)."""
         from prism.cost import modeled
         customs = [i for i, op in enumerate(graph.ops) if op.kind == "customized"]
-        if len(customs) < 2 or any(d.free_vars() for _, sh in graph.tensors for d in sh):
+        if len(customs) < 2 or any(d.free_vars() for _, sh in graph.tensors for d in sh) or \
+                self.config.concrete:       # the concrete mode checks each program whole
             return None
         found_plain = [unsplit(graph, i) for i in customs]
         plain = [b for b in found_plain if b is not None]
@@ -605,7 +623,10 @@ class _Run:
             # Counts only (iterations, nodes): a verdict never depends on how busy the machine
             # is.
             lim = self.config.verify_limits
-            if verdict is None:
+            if verdict is None and self.config.concrete & {"grid", "loop"} and \
+                    not member.free_vars():
+                verdict = mirage_check(self.target, member)   # the concrete mode: Mirage's
+            elif verdict is None:
                 verdict = verify(self.target, member, Limits(lim.iterations, lim.nodes),
                                  refute_first=refute_first)
         else:
@@ -730,6 +751,8 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
                                      "rewrite it with the ops the search knows")
     tracer = tracer or Tracer(keep=False)
     label = label or target.name or "target"
+    if config.concrete and where.name == "local":
+        return _one_pass(target, label, config, tracer, cancel)
     # The first pass generates the part above the cuts alone, silently, to hand out the tasks
     # at once; the walk then generates it again (its verdicts remembered), in order, taking
     # each task's outcome at its cut, so that every decision above the cuts (branch and
@@ -768,6 +791,20 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
         session.close()
     tracer.emit(SearchFinished(result.summary()))
     return result
+
+
+def _one_pass(target: KernelGraph, label: str, config: SearchConfig, tracer: Tracer,
+              cancel: threading.Event | None) -> SearchResult:
+    """The search as one depth-first pass, without cutting it into tasks. The concrete mode
+    runs so in this process: its part above the cuts is most of its tree (a family per
+    concrete choice at every open), which the first pass would generate twice. The result is
+    the walk's (one depth-first search's either way)."""
+    run = _Run(target, label, config, tracer, cancel)
+    seed = _seed(target, label, config, cancel, run)
+    if seed is not None:
+        run.ctx.incumbent_us, run.ctx.incumbent_id = seed.modeled_us, SEED_ID
+        run.result.seed = seed
+    return run.run()
 
 
 SEED_ID = "s1"

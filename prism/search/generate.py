@@ -21,6 +21,10 @@ A search on an executor (`prism.search.executors`) cuts the tree where a custom 
 graph has `split_depth` block ops: with `Callbacks.split` set, such a family is handed over (a
 task) instead of descended into, and the task later runs `block_level` from it elsewhere.
 
+In the concrete mode (`SearchConfig.concrete`, `prism.search.concrete`) opening a custom kernel
+makes one family per concrete choice of its sizes and input maps, and closing it one per
+output map, as Mirage's search does; the ops in between are generated under each.
+
 Every node is a `Family`; `Generator.visit` hands it to the rules (`prism.search.pruning`) and the
 driver hears every decision through its callbacks.
 """
@@ -29,12 +33,14 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from prism.errors import PrismError, ShapeError
 from prism.ir.dims import dim
+from prism.ir.graph import Map
 from prism.ir.ops import OPS
+from prism.search.concrete import OPEN_PARAMS, OpenChoice, omap_choices, open_choices
 from prism.search.config import SearchConfig
 from prism.search.pruning import (
     RULES,
@@ -194,14 +200,24 @@ class Generator:
         # The block graph is built with one grid dim; the number of grid dims (1-3) changes
         # no shape match (they are decided with every size 1) and no abstract expression, so
         # it is chosen when the block closes: one family per count, replayed from the ops.
+        # In the concrete mode, one family per choice of what the config makes concrete.
         sources = [kernel.tensors[i] for i in operands]
-        block = BlockState.open(kernel.custom, 1, sources)
         names = ", ".join(s.name for s in sources)
-        fam = Family(self._new_id(), parent, "open", "customized",
-                     f"custom kernel on {names}, symbolic grid, loop and maps",
-                     kernel, block, None, operands)
-        if self.visit(fam):
-            self.block_level(kernel, block, key, fam.id)
+        choices: Iterable[OpenChoice | None] = [None]
+        if self.cfg.concrete & OPEN_PARAMS:    # lazily: there may be millions
+            choices = open_choices([s.shape for s in sources], self.cfg)
+        for choice in choices:
+            try:
+                block = BlockState.open(kernel.custom, (choice.grid_dims or 1) if choice else 1,
+                                        sources, choice)
+            except ShapeError:
+                continue
+            what = "symbolic grid, loop and maps" if choice is None else \
+                choice.describe([s.name for s in sources])
+            fam = Family(self._new_id(), parent, "open", "customized",
+                         f"custom kernel on {names}, {what}", kernel, block, None, operands)
+            if self.visit(fam):
+                self.block_level(kernel, block, key, fam.id)
 
     def block_level(self, kernel: KernelState, block: BlockState, kernel_key: tuple[object, ...],
                     parent: str) -> None:
@@ -303,18 +319,49 @@ class Generator:
             return
         self.seen.add(signature)
         sources = [next(t for t in kernel.tensors if t.name == s) for s in block.sources]
-        for k in self.cfg.grid_dims:
+        fixed = block.choice is not None and block.choice.grid_dims is not None
+        for k in ((len(block.grid),) if fixed else self.cfg.grid_dims):
+            for child, omap in self._closes(kernel, block, k, sources, pending[0], kernel_key):
+                new = child.tensors[-1]
+                fam = Family(self._new_id(), parent, "close", "customized",
+                             f"store {block.tensors[pending[0]].name} as kernel tensor "
+                             f"{new.name}, {k} grid dim(s), "
+                             f"{'symbolic omap' if omap is None else f'omap {omap}'}",
+                             child, None, new)
+                if self.visit(fam):
+                    self.kernel_level(child, fam.id)
+
+    def _closes(self, kernel: KernelState, block: BlockState, k: int, sources: list[Tensor],
+                output: int, kernel_key: tuple[object, ...]
+                ) -> Iterator[tuple[KernelState, Map | None]]:
+        """The kernel graphs with the block closed on `k` grid dims: one with a symbolic omap,
+        or in the concrete mode one per output map that stores the data shape."""
+        try:
+            replayed = block if k == len(block.grid) and block.choice is not None and \
+                block.choice.grid_dims is not None else block.replay(k, sources)
+        except PrismError:
+            return
+        if block.choice is None and "omap" not in self.cfg.concrete:
             try:
-                replayed = block.replay(k, sources)
-                child = kernel.with_custom(replayed, pending[0], kernel_key)
+                child = kernel.with_custom(replayed, output, kernel_key)
+            except PrismError:
+                return
+            yield child, None
+            return
+        try:
+            want = replayed.data_shape(output, sources)
+        except PrismError:
+            return
+        tile = replayed.tensors[output].shape
+        omaps: list[Map | None] = [None]
+        if "omap" in self.cfg.concrete:
+            omaps = [Map.concrete(om, len(tile)) for om in omap_choices(tile, replayed.grid, want)]
+        for omap in omaps:
+            try:
+                child = kernel.with_custom(replayed, output, kernel_key, omap, want)
             except PrismError:
                 continue
-            new = child.tensors[-1]
-            fam = Family(self._new_id(), parent, "close", "customized",
-                         f"store {block.tensors[pending[0]].name} as kernel tensor {new.name}, "
-                         f"{k} grid dim(s), symbolic omap", child, None, new)
-            if self.visit(fam):
-                self.kernel_level(child, fam.id)
+            yield child, omap
 
 
 def _shown(attrs: dict[str, object]) -> str:

@@ -11,7 +11,9 @@ assignment", §1.7):
                     (mul_scalar included, as Mirage's is_unary has it) nor `nored` ≤ smem_bytes
     (e) matmul      each matmul operand tile's last two dims ≥ min_matmul_tile, or a whole
                     data dim that is not split (the code generator pads it to the minimum:
-                    X[8, d] @ W needs 8 rows padded to 16, never a split of 8 into 2 × 4)
+                    X[8, d] @ W needs 8 rows padded to 16, never a split of 8 into 2 × 4);
+                    a tile dim that is a number (concrete sizes and maps) is whole when it is
+                    its data dim, the block's ops replayed on its inputs' shapes (`data_shapes`)
     (f) shapes      dims the symbolic shape rule matched are equal (or broadcast) once
                     evaluated, as `spec.check` requires under an assignment
     (g) redtox      a redtox_ld_sum chunk width divides the last dim
@@ -24,14 +26,15 @@ device's limit among them) as evidence.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from prism.cost.devices import DeviceSpec, default_device, get_device
 from prism.errors import DimExprError
 from prism.ir.dims import Dim, add, dim, evaluate, mul, quotients
-from prism.ir.graph import BlockGraph, KernelGraph, Map
-from prism.ir.ops import OPS, bit_names, data_dim
+from prism.ir.graph import BlockGraph, KernelGraph, Map, Op, Shape
+from prism.ir.ops import OPS, bit_names, data_dim, infer_shape
 from prism.smt import NamedConstraint, Relation, hardware_feasibility
 
 # Categories whose tiles cost no smem. mul_scalar ("scalar") is unary in Mirage's is_unary; "io"
@@ -67,6 +70,12 @@ def check_hardware(graph: KernelGraph, device: DeviceSpec | str | None = None, *
     an op more; z3's own fitting assignments are added to the list."""
     constraints = hardware_constraints(graph, device)
     bounds = variable_bounds(graph)
+    if not bounds:      # nothing to choose (the concrete search): each limit evaluated exactly
+        failed = tuple(c.name for c in constraints if _fits([c], bounds, {}) is None)
+        if not failed:
+            return HardwareVerdict(True, {}, (), "fits: nothing to choose")
+        return HardwareVerdict(False, None, failed, f"no assignment fits: {failed[0]} fails"
+                               + (f" (and {', '.join(failed[1:])})" if failed[1:] else ""))
     for env in reversed(witnesses or []):
         fitted = _fits(constraints, bounds, env)
         if fitted is not None:
@@ -142,10 +151,12 @@ def hardware_constraints(graph: KernelGraph, device: DeviceSpec | str | None = N
     blocks = list(graph.iter_blocks())
     done: set[str] = set()   # quotients already stated exact
     out: list[NamedConstraint] = []
-    for i, (_, block) in enumerate(blocks):
+    for i, (op, block) in enumerate(blocks):
         prefix = f"kernel {i}: " if len(blocks) > 1 else ""
         out += [NamedConstraint(prefix + c.name, c.any_of)
-                for c in _block_constraints(block, device, done)]
+                for c in _block_constraints(block, device, done,
+                                            functools.cache(functools.partial(data_shapes,
+                                                                              graph, op)))]
     for name, shape in graph.tensors:
         out += _exact(name, shape, done)
     return _unique(out)
@@ -164,7 +175,29 @@ def _unique(constraints: list[NamedConstraint]) -> list[NamedConstraint]:
     return list(seen.values())
 
 
-def _block_constraints(bg: BlockGraph, dev: DeviceSpec, done: set[str]) -> list[NamedConstraint]:
+def data_shapes(graph: KernelGraph, op: Op) -> dict[str, Shape]:
+    """The data shape of each tensor of custom kernel `op`'s block graph: its ops replayed on
+    the shapes of the kernel tensors it loads (every split undone)."""
+    assert op.block is not None
+    shapes: dict[str, Shape] = {}
+    sources = iter(op.inputs)
+    for bop in op.block.ops:
+        if bop.kind == "input":
+            shapes[bop.outputs[0]] = graph.shape(next(sources))
+        elif bop.kind != "output":
+            shapes[bop.outputs[0]] = infer_shape(bop.kind, [shapes[t] for t in bop.inputs],
+                                                 dict(bop.attr))
+    return shapes
+
+
+def whole_dim(d: Dim, tensor: str, k: int, wholes: Callable[[], dict[str, Shape]]) -> Dim:
+    """The data dim behind tile dim `d` (dim `k` of block tensor `tensor`): read off a symbolic
+    dim (`data_dim`), or for a number, from the replayed data shapes."""
+    return wholes()[tensor][k] if d.is_const else data_dim(d)
+
+
+def _block_constraints(bg: BlockGraph, dev: DeviceSpec, done: set[str],
+                       wholes: Callable[[], dict[str, Shape]]) -> list[NamedConstraint]:
     cs: list[NamedConstraint] = []
     # (a) one data dim per parallel dim
     for op in bg.ops:
@@ -197,7 +230,7 @@ def _block_constraints(bg: BlockGraph, dev: DeviceSpec, done: set[str]) -> list[
             a, b = (bg.shape(t) for t in op.inputs)
             for t, shape in zip(op.inputs, (a, b), strict=True):
                 for k in (len(shape) - 2, len(shape) - 1):
-                    whole = data_dim(shape[k])
+                    whole = whole_dim(shape[k], t, k, wholes)
                     if shape[k] == whole:
                         continue   # a whole data dim: padded when small
                     cs.append(NamedConstraint(

@@ -17,6 +17,10 @@ sizes and loop range). Then:
 
 Each survivor is a kernel graph with concrete maps and symbolic grid sizes and loop range: one
 program per size, all proved by one symbolic proof.
+
+A family of the concrete mode (`prism.search.concrete`) has some maps and sizes decided already:
+`fixed` names the maps that are kept as they are, and a concrete size must be 1 exactly where its
+grid dim (or loop) splits nothing in the member (else the member is another family's program).
 """
 
 from __future__ import annotations
@@ -57,12 +61,13 @@ def _bits(m: Map, dims: Sequence[int]) -> dict[str, int]:
 
 
 def instantiate(family: KernelGraph, equalities: Sequence[Equality],
-                limit: int = 512) -> Iterator[KernelGraph]:
+                limit: int = 512, fixed: frozenset[str] = frozenset()) -> Iterator[KernelGraph]:
     """Concrete-map members of a complete family, at most `limit` (symmetry-broken, collapsed,
-    de-duplicated). Kernels are instantiated one after another."""
+    de-duplicated), keeping the maps `fixed` names ("imap", "fmap", "omap") as the family has
+    them. Kernels are instantiated one after another."""
     seen: set[str] = set()
     count = 0
-    for graph in _kernels(family, 0, list(equalities)):
+    for graph in _kernels(family, 0, list(equalities), fixed):
         key = graph.to_json().__repr__()
         if key in seen:
             continue
@@ -73,8 +78,8 @@ def instantiate(family: KernelGraph, equalities: Sequence[Equality],
             return
 
 
-def _kernels(graph: KernelGraph, index: int, equalities: list[Equality]
-             ) -> Iterator[KernelGraph]:
+def _kernels(graph: KernelGraph, index: int, equalities: list[Equality],
+             fixed: frozenset[str] = frozenset()) -> Iterator[KernelGraph]:
     customs = [i for i, op in enumerate(graph.ops) if op.kind == "customized"]
     if index >= len(customs):
         try:
@@ -87,15 +92,15 @@ def _kernels(graph: KernelGraph, index: int, equalities: list[Equality]
     assert op.block is not None
     target_shapes = [graph.shape(t) for t in op.outputs]
     for block in _block_maps(op.block, [graph.shape(t) for t in op.inputs], target_shapes,
-                             equalities):
+                             equalities, fixed):
         ops = list(graph.ops)
         ops[pos] = replace(op, block=block)
-        yield from _kernels(replace(graph, ops=tuple(ops)), index + 1, equalities)
+        yield from _kernels(replace(graph, ops=tuple(ops)), index + 1, equalities, fixed)
 
 
 def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
-                outputs: list[tuple[Dim, ...]], equalities: list[Equality]
-                ) -> Iterator[BlockGraph]:
+                outputs: list[tuple[Dim, ...]], equalities: list[Equality],
+                fixed: frozenset[str] = frozenset()) -> Iterator[BlockGraph]:
     inputs = bg.input_ops
     k = len(bg.grid)
     env: dict[str, int] = {}
@@ -112,8 +117,10 @@ def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
             return
         op = inputs[i]
         rank = len(sources[i])
-        for imap in row_choices(k, rank):
-            for fmap in range(-1, rank):
+        imaps = [op.attr["imap"].as_dims()] if "imap" in fixed else row_choices(k, rank)
+        fmaps = [op.attr["fmap"].as_dims()[0]] if "fmap" in fixed else range(-1, rank)
+        for imap in imaps:
+            for fmap in fmaps:
                 bits = {**_bits(op.attr["imap"], imap), **_bits(op.attr["fmap"], (fmap,))}
                 env.update(bits)
                 if consistent():
@@ -130,9 +137,12 @@ def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
         if not _canonical([imap for imap, _ in picked], k):
             continue
         loop_used = any(f >= 0 for _, f in picked)
+        if any(g.is_const and (g == const(1)) == (p in grid_used) for p, g in enumerate(bg.grid)) \
+                or (bg.forloop_range.is_const and (bg.forloop_range == const(1)) == loop_used):
+            continue                  # a concrete size: another family's program (its docstring)
         grid = bg.grid if grid_used else (const(1),)
         loop = bg.forloop_range if loop_used else const(1)
-        for omaps in _omaps(bg, picked, sources, outputs, grid, loop):
+        for omaps in _omaps(bg, picked, sources, outputs, grid, loop, fixed):
             yield _rebuilt(bg, picked, omaps, grid, loop, sources)
 
 
@@ -300,8 +310,8 @@ def _tile(src: tuple[Dim, ...], imap: tuple[int, ...], fmap: int, grid: tuple[Di
 
 
 def _omaps(bg: BlockGraph, picked: list[MapChoice], sources: list[tuple[Dim, ...]],
-           outputs: list[tuple[Dim, ...]], grid: tuple[Dim, ...], loop: Dim
-           ) -> Iterator[list[tuple[int, ...]]]:
+           outputs: list[tuple[Dim, ...]], grid: tuple[Dim, ...], loop: Dim,
+           fixed: frozenset[str] = frozenset()) -> Iterator[list[tuple[int, ...]]]:
     try:
         _, shapes = _concrete(bg, picked, grid, loop, sources)
     except PrismError:
@@ -310,6 +320,8 @@ def _omaps(bg: BlockGraph, picked: list[MapChoice], sources: list[tuple[Dim, ...
     for op, want in zip(bg.output_ops, outputs, strict=True):
         tile = shapes[op.inputs[0]]
         rows = row_choices(len(grid), len(tile)) if grid != (const(1),) else [(-1,)]
+        if "omap" in fixed:
+            rows = [om for om in rows if om == op.attr["omap"].as_dims()]
         fits = [om for om in rows
                 if output_data_shape(tile, Map.concrete(om, len(tile)), grid) == tuple(want)]
         if not fits:

@@ -4,7 +4,9 @@ Both are immutable values; extending one returns a new one (the depth-first sear
 dropping it). Every tensor carries its shape (symbolic inside a block: tile dims are dimension
 expressions over the grid sizes `gx gy gz`, the loop range `F` and the map bits) and its abstract
 expression (`prism.search.abstract`). Every shape match decided symbolically is recorded as an
-`Equality` for map instantiation.
+`Equality` for map instantiation. In the concrete mode (`prism.search.concrete`) a block graph is
+opened with some of its sizes and maps decided (`OpenChoice`), and its tiles' dims are numbers
+or expressions without those variables.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prism.errors import ShapeError
 from prism.expr.terms import Term
@@ -27,6 +29,9 @@ from prism.ir.graph import (
 )
 from prism.ir.ops import OPS, bit_names, data_dim, infer_shape
 from prism.search.abstract import op_term
+
+if TYPE_CHECKING:
+    from prism.search.concrete import OpenChoice
 
 GRID_NAMES = ("gx", "gy", "gz")
 
@@ -64,27 +69,36 @@ class BlockState:
     consumed: frozenset[int] = frozenset()       # tensors some op has consumed
     looped: frozenset[int] = frozenset()         # input tiles the accumulators read
     epilogue: frozenset[int] = frozenset()       # input tiles read after the loop as they are
+    choice: OpenChoice | None = None             # the concrete mode's decisions at the open
 
     @staticmethod
-    def open(kernel: int, grid_dims: int, sources: list[Tensor]) -> BlockState:
+    def open(kernel: int, grid_dims: int, sources: list[Tensor],
+             choice: OpenChoice | None = None) -> BlockState:
+        """The block graph's loads: fresh symbolic sizes and maps, except what `choice` (the
+        concrete mode) decided."""
         suffix = str(kernel) if kernel else ""
-        grid = tuple(var(GRID_NAMES[p] + suffix) for p in range(grid_dims))
-        loop = var("F" + suffix)
+        c = choice
+        grid = tuple(dim(v) for v in c.grid) if c is not None and c.grid is not None else \
+            tuple(var(GRID_NAMES[p] + suffix) for p in range(grid_dims))
+        loop = dim(c.loop) if c is not None and c.loop is not None else var("F" + suffix)
         ops: list[Op] = []
         tensors: list[Tensor] = []
-        for src in sources:
+        for i, src in enumerate(sources):
             tile = f"{src.name}_tile{suffix}"
             # A dim of size 1 is never split (a split of it is no program, or a split into one
             # part: the same program), so its map entries are 0, not bits: the tile dim is 1 and
             # broadcasts as the data dim does (a bias [1, N]).
             ones = [d for d, n in enumerate(src.shape) if n == dim(1)]
-            imap = _unsplit(Map.symbolic(f"m_{tile}", grid_dims, len(src.shape)), ones)
-            fmap = _unsplit(Map.symbolic(f"f_{tile}", 1, len(src.shape)), ones)
+            rank = len(src.shape)
+            imap = Map.concrete(c.imaps[i], rank) if c is not None and c.imaps is not None \
+                else _unsplit(Map.symbolic(f"m_{tile}", grid_dims, rank), ones)
+            fmap = Map.concrete((c.fmaps[i],), rank) if c is not None and c.fmaps is not None \
+                else _unsplit(Map.symbolic(f"f_{tile}", 1, rank), ones)
             shape = _tile_shape(src.shape, imap, fmap, grid, loop)
             ops.append(Op.make("input", (), (tile,), {"imap": imap, "fmap": fmap}))
             tensors.append(Tensor(tile, shape, src.term, loads=frozenset({len(tensors)})))
         return BlockState(kernel, grid, loop, tuple(s.name for s in sources), tuple(ops),
-                          tuple(tensors))
+                          tuple(tensors), choice=choice)
 
     def extend(self, kind: str, operands: tuple[int, ...], key: tuple[object, ...],
                accumulator: bool, attrs: Mapping[str, Any] | None = None) -> BlockState:
@@ -128,6 +142,12 @@ class BlockState:
             # the epilogue reading it), so the family is not built.
             raise ShapeError(f"{self.name_of(kind)}: a tile read after the loop is also "
                              "accumulated")
+        fmaps = self.choice.fmaps if self.choice is not None else None
+        if fmaps is not None and epilogue - self.epilogue and any(
+                fmaps[i] >= 0 for i in epilogue - self.epilogue):
+            # a concrete fmap: what the symbolic search states as an equality (the loop must
+            # not walk a tile read after the loop, `extend`) is decided here
+            raise ShapeError(f"{self.name_of(kind)}: reads after the loop a tile the loop walks")
         return shape, _op_term(kind, tuple(self.tensors[i].term for i in operands),
                                len(shapes[0]), tuple(sorted(attrs.items())))
 
@@ -150,8 +170,9 @@ class BlockState:
         return len(self.tensors) + 1 - len(self.consumed | frozenset(operands))
 
     def replay(self, grid_dims: int, sources: list[Tensor]) -> BlockState:
-        """The same block graph with `grid_dims` grid dims (fresh symbolic shapes)."""
-        out = BlockState.open(self.kernel, grid_dims, sources)
+        """The same block graph with `grid_dims` grid dims (fresh symbolic shapes, and the
+        same concrete choice)."""
+        out = BlockState.open(self.kernel, grid_dims, sources, self.choice)
         index = {t.name: i for i, t in enumerate(self.tensors)}
         for op in self.ops[len(sources):]:
             out = out.extend(op.kind, tuple(index[t] for t in op.inputs), self.last_key,
@@ -167,17 +188,31 @@ class BlockState:
         suffix = str(self.kernel) if self.kernel else ""
         return Map.symbolic(f"o_out{suffix}", len(self.grid), len(tile.shape))
 
-    def block_graph(self, outputs: tuple[int, ...] = ()) -> BlockGraph:
+    def data_shape(self, index: int, sources: list[Tensor]) -> Shape:
+        """The data shape of tensor `index`: the ops replayed on the inputs' data shapes (every
+        split undone). A tile with concrete sizes has numbers for dims, so the data dim behind
+        one can no longer be read off it as `data_dim` does for a symbolic tile."""
+        shapes = [s.shape for s in sources]
+        index_of = {t.name: i for i, t in enumerate(self.tensors)}
+        for op in self.ops[len(sources):]:
+            shapes.append(_infer_shape(op.kind, [shapes[index_of[t]] for t in op.inputs],
+                                       dict(op.attr)))
+        return shapes[index]
+
+    def block_graph(self, outputs: tuple[int, ...] = (), omap: Map | None = None) -> BlockGraph:
+        """The block graph, storing `outputs` through symbolic omaps (or `omap`)."""
         ops = list(self.ops)
         for i in outputs:
             t = self.tensors[i]
-            ops.append(Op.make("output", (t.name,), (), {"omap": self.output_map(t)}))
+            ops.append(Op.make("output", (t.name,), (),
+                               {"omap": omap if omap is not None else self.output_map(t)}))
         return BlockGraph(self.grid, self.loop, tuple(ops),
                           tuple((t.name, t.shape) for t in self.tensors))
 
     def signature(self) -> tuple[object, ...]:
-        return (self.sources, len(self.grid),
-                tuple((op.kind, op.inputs, op.attrs) for op in self.ops if op.kind != "input"))
+        ops = (self.sources, len(self.grid),
+               tuple((op.kind, op.inputs, op.attrs) for op in self.ops if op.kind != "input"))
+        return ops if self.choice is None else (*ops, self.choice)
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -263,12 +298,17 @@ class KernelState:
         return replace(self, tensors=(*self.tensors, Tensor(name, shape, term)),
                        ops=(*self.ops, op), last_key=key, kernels=self.kernels + 1)
 
-    def with_custom(self, block: BlockState, output: int, key: tuple[object, ...]
-                    ) -> KernelState:
+    def with_custom(self, block: BlockState, output: int, key: tuple[object, ...],
+                    omap: Map | None = None, shape: Shape | None = None) -> KernelState:
+        """The kernel graph with `block` as a custom kernel storing tensor `output` as a
+        kernel tensor of its data shape (`shape` when given: the concrete mode's), through a
+        symbolic omap (or `omap`)."""
         tile = block.tensors[output]
         name = f"t{len(self.tensors)}"
-        shape = tuple(data_dim(d) for d in tile.shape)
-        op = Op.make("customized", block.sources, (name,), block=block.block_graph((output,)))
+        if shape is None:
+            shape = tuple(data_dim(d) for d in tile.shape)
+        op = Op.make("customized", block.sources, (name,),
+                     block=block.block_graph((output,), omap))
         return replace(self, tensors=(*self.tensors, Tensor(name, shape, tile.term)),
                        ops=(*self.ops, op), last_key=key, kernels=self.kernels + 1,
                        custom=self.custom + 1,

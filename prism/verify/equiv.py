@@ -111,7 +111,7 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
     `refute_first` (the search, which sees many wrong candidates): one float64 random trial at
     one small assignment first; a difference there is a counterexample, and no e-graph runs."""
     clock = _Clock()
-    invalid = _invalid_reason(target, candidate)
+    invalid = invalid_reason(target, candidate)
     if invalid:
         return Verdict("invalid", "spec", clock(), reason=invalid)
     if refute_first:
@@ -198,7 +198,9 @@ def _small_assignment(candidate: KernelGraph) -> dict[str, int] | None:
     return None
 
 
-def _invalid_reason(target: KernelGraph, candidate: KernelGraph) -> str:
+def invalid_reason(target: KernelGraph, candidate: KernelGraph) -> str:
+    """Why `candidate` cannot be compared with `target` (not well-formed, or another interface:
+    inputs or outputs that differ in number or shape); empty when it can."""
     found = problems(candidate)   # with free variables: the checks that need no value
     if found:
         return f"the candidate is not well-formed: {found[0]}"
