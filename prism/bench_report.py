@@ -446,8 +446,9 @@ def ablation_svg(doc: Mapping[str, Any]) -> str:
                        f'fill="{color}"/><text x="{left + w + 4:.1f}" y="{y + bar - 2}">'
                        f'{at_least}{r[key]:.1f} s</text>')
             y += bar
+        bound = {"lower": "≥ ", "upper": "≤ "}.get(r["ratio_kind"].split()[0], "")
         out.append(f'<text x="{width - 4}" y="{y - 2}" text-anchor="end">'
-                   f'{_num(r["ratio"])}×</text>')
+                   f'{bound}{_num(r["ratio"])}×</text>')
         y += gap
     out.append("</svg>")
     return "\n".join(out) + "\n"

@@ -321,7 +321,11 @@ class Generator:
         sources = [next(t for t in kernel.tensors if t.name == s) for s in block.sources]
         fixed = block.choice is not None and block.choice.grid_dims is not None
         for k in ((len(block.grid),) if fixed else self.cfg.grid_dims):
-            for child, omap in self._closes(kernel, block, k, sources, pending[0], kernel_key):
+            try:        # the grid dims fixed at the open: the block as it is
+                replayed = block if fixed else block.replay(k, sources)
+            except PrismError:
+                continue
+            for child, omap in self._closes(kernel, replayed, sources, pending[0], kernel_key):
                 new = child.tensors[-1]
                 fam = Family(self._new_id(), parent, "close", "customized",
                              f"store {block.tensors[pending[0]].name} as kernel tensor "
@@ -331,17 +335,12 @@ class Generator:
                 if self.visit(fam):
                     self.kernel_level(child, fam.id)
 
-    def _closes(self, kernel: KernelState, block: BlockState, k: int, sources: list[Tensor],
+    def _closes(self, kernel: KernelState, replayed: BlockState, sources: list[Tensor],
                 output: int, kernel_key: tuple[object, ...]
                 ) -> Iterator[tuple[KernelState, Map | None]]:
-        """The kernel graphs with the block closed on `k` grid dims: one with a symbolic omap,
-        or in the concrete mode one per output map that stores the data shape."""
-        try:
-            replayed = block if k == len(block.grid) and block.choice is not None and \
-                block.choice.grid_dims is not None else block.replay(k, sources)
-        except PrismError:
-            return
-        if block.choice is None and "omap" not in self.cfg.concrete:
+        """The kernel graphs with the block closed: one with a symbolic omap, or in the
+        concrete mode one per output map that stores the data shape."""
+        if replayed.choice is None and "omap" not in self.cfg.concrete:
             try:
                 child = kernel.with_custom(replayed, output, kernel_key)
             except PrismError:
