@@ -475,6 +475,9 @@ def _fused_or_partial(graph: KernelGraph, name: str, config: SearchConfig | None
         fused = _search(graph, name, config, budget_s, checkpoint, tracer, cancel, device,
                         runner)
         fusion = Fusion(fused.summary())
+        # a proved program with a member that fits the device: the search models each one at
+        # its best fitting assignment (None: none fits; `params.assignments` is not asked, as
+        # it passes a graph without size variables unchecked against the device's limits)
         fits = [c for c in fused.equivalent if c.modeled_us is not None]
         if (fits or checkpoint is not None or len(computing) < 2
                 or (config is not None and config.kernel_ops)

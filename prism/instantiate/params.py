@@ -71,11 +71,12 @@ def _collect(d: Dim, divided: dict[str, list[int]], ones: dict[str, int]) -> Non
 def assignments(graph: KernelGraph, device: DeviceSpec | None = None,
                 limit: int = MAX_CONFIGS) -> list[dict[str, int]]:
     """Up to `limit` feasible assignments of the graph's size variables, evenly spaced over all
-    feasible ones (a concrete graph has one: the empty assignment)."""
+    feasible ones (a concrete graph has one, the empty assignment, when it fits the device:
+    a graph without size variables is held to the device's limits like any member)."""
     device = device or default_device()
     vs = variables(graph)
     if not vs:
-        return [{}] if not problems(graph) else []
+        return [{}] if not problems(graph) and within_limits(graph, {}, device) else []
     feasible = []
     for combo in itertools.product(*[v.candidates() for v in vs]):
         env = {v.name: c for v, c in zip(vs, combo, strict=True)}

@@ -89,3 +89,22 @@ def test_a_device_with_little_shared_memory_leaves_fewer_assignments(cases):
     assert set(map(str, tight)) < set(map(str, roomy))
     for env in tight:
         assert within_limits(cand.graph, env, replace(H100, smem_bytes=2048))
+
+
+def test_a_graph_without_size_variables_is_held_to_the_device_too():
+    """An unsplit member (one block, one iteration: no size variable) is offered only when it
+    fits: its empty assignment passes `within_limits`, the same oracle as every member's. Before,
+    it passed unchecked, and a program whose tiles exceed shared memory could be tuned."""
+    from prism.frontend.builder import Block, Graph
+    g = Graph("unsplit")
+    x, w = g.input("X", (8, 64)), g.input("W", (64, 512))
+    tb = Block(grid=(1,), forloop_range=1)
+    tb.output(tb.matmul(tb.accum(tb.input(x, imap=(-1,))), tb.accum(tb.input(w, imap=(-1,)))),
+              omap=(-1,))
+    (y,) = g.customized(tb)
+    g.output(y)
+    graph = g.build()
+    assert not variables(graph)
+    assert assignments(graph, H100) == [{}] and within_limits(graph, {}, H100)
+    tight = replace(H100, smem_bytes=4096)          # W's tile alone is 64 KiB
+    assert not within_limits(graph, {}, tight) and assignments(graph, tight) == []
