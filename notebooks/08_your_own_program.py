@@ -246,6 +246,13 @@ for what, attempt in attempts.items():
 # `unsqueeze` / `view` that add or drop dims of 1. `prism.workload.from_module(module, x)` traces
 # an `nn.Module`. Anything else is an `UnsupportedOpError` naming the op, your line and the
 # nearest spelling.
+#
+# Your program runs in its own dtype: `@prism.workload(dtype="bfloat16", ...)` (float16, the
+# default, bfloat16 or float32), or a module's own with `from_module`. Every stage counts that
+# dtype's bytes, the kernel's PTX takes it, and the check holds the kernel to that dtype's
+# tolerance (`prism.ir.dtypes`). An op that no block can hold at your shapes (a row of logits
+# longer than a block's shared memory) runs as a pre-defined kernel while the ops around it are
+# still fused: `result.to_json()["fusion"]["outside"]` names each such op and why.
 
 # %%
 from prism.ir.ops import BLOCK, OPS
