@@ -113,21 +113,19 @@ def calibrate(device: str | DeviceSpec = "h100", *, quick: bool = False) -> dict
 
     rows: dict[str, Any] = {"launch_us": _figure(launch_us, kind, spec.launch_us,
                                                  f"{launches} launches of one block")}
-    # hbm: a full grid, cold L2
-    src, dst = buffers(sizes["hbm"])
     grid = spec.sm_count * spec.max_blocks_per_sm * 4
-    run = copy(src, dst, grid)
-    us = _time(run, on_gpu, cold=True)
-    checked(src, dst, "hbm")
-    rows["mem_bw_gbps"] = _figure(_gbps(2 * sizes["hbm"], us), kind, spec.mem_bw_gbps,
-                                  f"copy of {sizes['hbm']:,} B, {grid} blocks, L2 flushed")
-    # l2: a buffer that fits, warm
-    src, dst = buffers(sizes["l2"])
-    run = copy(src, dst, grid)
-    us = _time(run, on_gpu, cold=False)
-    checked(src, dst, "l2")
-    rows["l2_bw_gbps"] = _figure(_gbps(2 * sizes["l2"], us), kind, spec.l2_bw_gbps,
-                                 f"copy of {sizes['l2']:,} B, {grid} blocks, warm")
+
+    def bandwidth(what: str, cold: bool, model: float) -> dict[str, Any]:
+        """A full grid copying a `sizes[what]`-byte buffer: bytes read and written over time."""
+        src, dst = buffers(sizes[what])
+        us = _time(copy(src, dst, grid), on_gpu, cold=cold)
+        checked(src, dst, what)
+        return _figure(_gbps(2 * sizes[what], us), kind, model,
+                       f"copy of {sizes[what]:,} B, {grid} blocks, "
+                       f"{'L2 flushed' if cold else 'warm'}")
+
+    rows["mem_bw_gbps"] = bandwidth("hbm", True, spec.mem_bw_gbps)     # far larger than L2
+    rows["l2_bw_gbps"] = bandwidth("l2", False, spec.l2_bw_gbps)       # fits in L2
     # one_sm: few blocks
     src, dst = buffers(sizes["one_sm"])
     few = []
