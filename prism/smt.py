@@ -294,7 +294,7 @@ class _Encoder:
         self.fresh = itertools.count()
         self.one, self.zero = self.z3.IntVal(1), self.z3.IntVal(0)
         self.size_of: dict[Dim, Any] = {}
-        self.chunks: dict[int, tuple[Any, Any, Any, Any]] = {}  # id of p·w + i → (it, p, w, i)
+        self.chunks: dict[int, tuple[Any, Any, Dim, Any]] = {}  # id of p·w + i → (it, p, w, i)
         self.memo: dict[int, tuple[Any, frozenset[str]]] = {}
         self.reads: dict[int, Any] = {}                     # z3 id of a tensor read → it
         self.coefficient_sizes = False                      # whether a coefficient has a size
@@ -306,7 +306,10 @@ class _Encoder:
         return info
 
     def size_of_axis(self, name: str) -> Any:
-        return self._var(name)
+        """An axis's size: its own variable, or the product the instance ties it to
+        (`instances.axis_relations`)."""
+        tied = self.inst.analysis.axis_sizes.get(name)
+        return self._var(name) if tied is None else self.size(tied)
 
     def _var(self, name: str) -> Any:
         if name not in self.sizes:
@@ -362,15 +365,15 @@ class _Encoder:
             inner = dict(pos)
             p, w = inner.pop(g), self.size(info.shape[d])
             index = p * w + idx[d]
-            self.chunks[index.get_id()] = (index, p, w, idx[d])
+            self.chunks[index.get_id()] = (index, p, info.shape[d], idx[d])
             return self.poly(args[0], inner, _put(idx, d, index))
         if head == "comb":
             d, g = int(args[1].head), args[2].head
-            w = self.size(self.info(args[0]).shape[d])
-            chunk = self.chunks.get(idx[d].get_id())
-            if chunk is not None and chunk[2].eq(w):
-                # the index p·w + i of a split, 0 ≤ i < w: its div w is p and its mod w is i
-                return self.poly(args[0], pos | {g: chunk[1]}, _put(idx, d, chunk[3]))
+            width = self.info(args[0]).shape[d]
+            digits = self._digits(idx[d], width)
+            if digits is not None:
+                return self.poly(args[0], pos | {g: digits[0]}, _put(idx, d, digits[1]))
+            w = self.size(width)
             return self.poly(args[0], pos | {g: idx[d] / w}, _put(idx, d, idx[d] % w))
         if head == "rep":
             return self.poly(args[0], {a: p for a, p in pos.items() if a != args[1].head}, idx)
@@ -381,6 +384,23 @@ class _Encoder:
                               self.poly(args[0], pos | {g: k}, idx))
             return total if head == "red" else self._scale(total, self.size_of_axis(g))
         return self._compute(term, pos, idx)
+
+    def _digits(self, index: Any, width: Dim) -> tuple[Any, Any] | None:
+        """(index div width, index mod width) without z3's integer division, when `index` was
+        built by splits: p·W + j with 0 ≤ j < W is (p, j) when W is the width, and
+        (p·m + q, r) when W = m·width and j is (q, r) in turn (a split of a split: the chunks
+        of a concatenation read in groups of m). None when the index is not so built."""
+        chunk = self.chunks.get(index.get_id())
+        if chunk is None:
+            return None
+        _, p, outer, j = chunk
+        if outer == width:
+            return p, j
+        m = outer / width
+        if any(a.num is not None for mono, _ in m.terms for a, _ in mono) or m * width != outer:
+            return None
+        inner = self._digits(j, width)
+        return None if inner is None else (p * self.size(m) + inner[0], inner[1])
 
     def _operands(self, term: Term, pos: dict[str, Any], idx: tuple[Any, ...]) -> list[_Poly]:
         """The tensor arguments of an elementwise op, broadcast: a dim of 1 is indexed at 0."""

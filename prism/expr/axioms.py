@@ -34,6 +34,7 @@ from typing import Any
 from prism.expr.rules import Facts, Rule, is_var
 from prism.expr.tensor_terms import AtomInfo, Info, TensorInfo, make_info, scalar_value
 from prism.expr.terms import Term
+from prism.ir.dims import Dim, var
 from prism.ir.ops import OPS
 
 # The op table's elementwise ops: one operand (with its scalar atoms: `(clamp ?t ?a0 ?a1)`) or two.
@@ -163,6 +164,29 @@ def _nonzero_atom(f: Facts, v: str) -> bool:
         return False
 
 
+def _axis_dim(f: Facts, v: str) -> Dim | None:
+    """The size of axis atom `v`: the analysis's when it knows it (a concrete graph's), else the
+    variable of its name (the size of an opaque axis)."""
+    info = f.data(v)
+    if not isinstance(info, AtomInfo) or info.text.isdigit():
+        return None
+    return info.size if info.size is not None else var(info.text)
+
+
+def _axis_product(f: Facts, g: str, a: str, b: str) -> bool:
+    """Axis `g` has as many positions as `a` and `b` together: |g| = |a|·|b| (as dimension
+    expressions: always for a concrete graph's axes, for opaque ones only when it is an
+    identity of their sizes)."""
+    sg, sa, sb = _axis_dim(f, g), _axis_dim(f, a), _axis_dim(f, b)
+    return sg is not None and sa is not None and sb is not None and sg == sa * sb
+
+
+def _same_axis_size(f: Facts, g: str, h: str) -> bool:
+    """Axes `g` and `h` have the same number of positions."""
+    sg, sh = _axis_dim(f, g), _axis_dim(f, h)
+    return sg is not None and sh is not None and sg == sh
+
+
 def _all_of(f: Facts, *conds: Condition) -> bool:
     return all(c(f) for c in conds)
 
@@ -171,7 +195,8 @@ WORDS: dict[str, Callable[..., bool]] = {
     "is_tensor": _is_tensor, "is_axis": _is_axis, "distinct": _distinct,
     "dim_from_end": _dim_from_end, "batch_dim": _batch_dim, "size_one": _size_one,
     "last_size_one": _last_size_one, "same_shape": _same_shape, "same_dim": _same_dim,
-    "all_of": _all_of, "nonzero_atom": _nonzero_atom,
+    "all_of": _all_of, "nonzero_atom": _nonzero_atom, "axis_product": _axis_product,
+    "same_axis_size": _same_axis_size,
 }
 
 
@@ -228,6 +253,14 @@ def same_dim(a: str, b: str, d: str) -> Condition:
 
 def nonzero_atom(v: str) -> Condition:
     return Condition("nonzero_atom", (v,))
+
+
+def axis_product(g: str, a: str, b: str) -> Condition:
+    return Condition("axis_product", (g, a, b))
+
+
+def same_axis_size(g: str, h: str) -> Condition:
+    return Condition("same_axis_size", (g, h))
 
 
 def all_of(*conds: Condition) -> Condition:
@@ -396,11 +429,39 @@ def _movement() -> list[Axiom]:
             "movement", both=True, condition=distinct("?g", "?h")),
         _ax("mred-rep", "(mred (rep ?t ?g) ?g)", "?t",
             "the mean of equal copies is the copy", "smt", "reduction"),
+        _ax("sum-size-one", "(sum ?t ?d)", "?t",
+            "summing a dim of size 1 leaves the tensor as it is (the sum keeps its dim)", "smt",
+            "reduction", condition=size_one("?t", "?d")),
+        _ax("mean-size-one", "(mean ?t ?d)", "?t",
+            "the mean over a dim of size 1 leaves the tensor as it is", "smt", "reduction",
+            condition=size_one("?t", "?d")),
     ]
     return out
 
 
-AXIOMS: tuple[Axiom, ...] = (*_ALGEBRA, *_movement())
+def _regrouping() -> list[Axiom]:
+    """Identities between different splits of the same data: a later kernel reading an earlier
+    kernel's concatenated partial results in chunks of another count (Mirage's split-key
+    attention: kernel 1 writes one partial result per key split, kernel 2 sums them in its own
+    grouping). Each condition relates the axes' sizes, so they hold for a concrete graph's axes
+    and, over opaque ones, only where the sizes are the same expression."""
+    return [
+        _ax("red-resplit", "(red (part (comb ?t ?d ?g) ?d ?h) ?h)", "(red ?t ?g)",
+            "splitting a concatenation of |g| chunks into |h| = |g| chunks and summing them sums "
+            "the chunks", "smt", "regrouping", condition=same_axis_size("?g", "?h")),
+        _ax("mred-resplit", "(mred (part (comb ?t ?d ?g) ?d ?h) ?h)", "(mred ?t ?g)",
+            "the mean of |h| = |g| chunks of a concatenation of |g| chunks is the mean of the "
+            "chunks", "smt", "regrouping", condition=same_axis_size("?g", "?h")),
+        _ax("red-regroup", "(red (part (red (part (comb ?t ?d ?g) ?d ?f) ?f) ?d ?k) ?k)",
+            "(red ?t ?g)",
+            "a concatenation of |g| = |f|·|k| chunks, split into |f| parts that are summed, then "
+            "into |k| chunks that are summed, sums the |g| chunks (a loop over partial sums "
+            "against a sum over blocks)", "smt", "regrouping",
+            condition=axis_product("?g", "?f", "?k")),
+    ]
+
+
+AXIOMS: tuple[Axiom, ...] = (*_ALGEBRA, *_movement(), *_regrouping())
 AXIOMS_BY_NAME: dict[str, Axiom] = {a.name: a for a in AXIOMS}
 assert len(AXIOMS_BY_NAME) == len(AXIOMS), "axiom names must be unique"
 

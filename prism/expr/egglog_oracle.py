@@ -272,6 +272,18 @@ def _is_axis(p: _Premises, *vs: str) -> None:
         p.add(f"(word-atom {v})")
 
 
+def _axis_size(p: _Premises, v: str) -> str:
+    return p._bind(v, "size", f"(axis-size {v})")
+
+
+def _axis_product(p: _Premises, g: str, a: str, b: str) -> None:
+    p.add(f"(= {_axis_size(p, g)} (* {_axis_size(p, a)} {_axis_size(p, b)}))")
+
+
+def _same_axis_size(p: _Premises, g: str, h: str) -> None:
+    p.add(f"(= {_axis_size(p, g)} {_axis_size(p, h)})")
+
+
 def _all_of(p: _Premises, *conds: Condition) -> None:
     for c in conds:
         _encode(p, c)
@@ -282,7 +294,8 @@ WORDS: dict[str, Callable[..., None]] = {
     "distinct": _distinct, "dim_from_end": _dim_from_end, "batch_dim": _batch_dim,
     "size_one": _size_one, "last_size_one": _last_size_one, "same_shape": _same_shape,
     "same_dim": _same_dim, "is_tensor": _is_tensor, "is_axis": _is_axis, "all_of": _all_of,
-    "nonzero_atom": _nonzero_atom,
+    "nonzero_atom": _nonzero_atom, "axis_product": _axis_product,
+    "same_axis_size": _same_axis_size,
 }
 
 

@@ -22,21 +22,23 @@ This is evidence, not proof; `prism.smt` proves the pointwise-algebra axioms for
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from prism.errors import DimExprError
 from prism.expr.axioms import Axiom
+from prism.expr.instances import axis_relations
 from prism.expr.rules import Pattern, TermFacts, is_var
 from prism.expr.tensor_terms import ATOM_ARGS, Info, TensorAnalysis, TensorInfo, evaluate
 from prism.expr.terms import Term
+from prism.ir.dims import Dim
 from prism.ir.dims import evaluate as eval_dim
 from prism.ir.graph import MAX_RANK
 from prism.ir.ops import ANY, OPS, POSITIVE
 
-AXES = ("ga", "gb")
+AXES = ("ga", "gb", "gc")
 DIM_POOL = (1, 6, 12)
 POSITIVE_DRAW = (0.5, 2.0)   # the range of a draw that must be > 0
 
@@ -112,7 +114,10 @@ def random_evidence(ax: Axiom, *, instances: int = 10, attempts: int = 2000, see
         key = tuple(sorted((v, str(t), shapes.get(v)) for v, t in subst.items()))
         if key in seen:
             continue
-        analysis = TensorAnalysis({v[1:]: s for v, s in shapes.items()})
+        # sizes the condition ties (|g| = |a|·|b|): the instance of the relation, see sizes()
+        tied = axis_relations(ax.condition, {v: t.head for v, t in subst.items()
+                                             if roles[v] == "axis"})
+        analysis = TensorAnalysis({v[1:]: s for v, s in shapes.items()}, tied)
         left, right = lhs.instantiate(subst), rhs.instantiate(subst)
         infos = [_info(sub, analysis) for t in (left, right) for _, sub in t.subterms()
                  if sub.args or sub.head in analysis.input_shapes]
@@ -120,7 +125,7 @@ def random_evidence(ax: Axiom, *, instances: int = 10, attempts: int = 2000, see
             continue
         if rule.condition is not None and not rule.condition(TermFacts(subst, analysis)):
             continue
-        sizes = _sizes(rng, infos)
+        sizes = _sizes(rng, infos, tied)
         if sizes is None:
             continue
         seen.add(key)
@@ -179,10 +184,13 @@ def _info(t: Term, analysis: TensorAnalysis) -> Info:
     return analysis.make(t.head, tuple(_info(a, analysis) for a in t.args))
 
 
-def _sizes(rng: np.random.Generator, infos: list[Info]) -> dict[str, int] | None:
-    """Axis sizes (2 or 3, or 1) under which every symbolic dim of both sides is an integer."""
+def _sizes(rng: np.random.Generator, infos: list[Info], tied: Mapping[str, Dim]
+           ) -> dict[str, int] | None:
+    """Axis sizes (2 or 3, or 1) under which every symbolic dim of both sides is an integer;
+    an axis the condition ties to others gets their product."""
     for combo in itertools.islice(_size_choices(rng), 6):
         env = dict(zip(AXES, combo, strict=True))
+        env |= {a: eval_dim(size, env) for a, size in tied.items()}
         try:
             for info in infos:
                 assert isinstance(info, TensorInfo)

@@ -66,10 +66,12 @@ MAX_ELEMENTS = 1 << 16   # per tensor, in a float64 counterexample search
 
 
 class StackedAnalysis(TensorAnalysis):
-    """`TensorAnalysis` whose leaves may be stacked tensors (leaves with axes)."""
+    """`TensorAnalysis` whose leaves may be stacked tensors (leaves with axes); `axis_sizes`
+    gives the axes whose sizes the instance ties to others' (`axis_relations`)."""
 
-    def __init__(self, leaves: Mapping[str, TensorInfo]):
-        super().__init__({})
+    def __init__(self, leaves: Mapping[str, TensorInfo],
+                 axis_sizes: Mapping[str, Dim] | None = None):
+        super().__init__({}, axis_sizes)
         self.leaves = dict(leaves)
 
     def make(self, head: str, child_data: tuple[Info, ...]) -> Info:
@@ -159,17 +161,42 @@ def generic_instances(ax: Axiom) -> Iterator[Instance]:
                 bound = sorted(set(names))
                 atoms = {v: Term(str(d)) for v, d in zip(dims, dim_values, strict=True)}
                 atoms |= {v: Term(n) for v, n in zip(axes, names, strict=True)}
+                sizes = axis_relations(ax.condition, dict(zip(axes, names, strict=True)))
                 for values in itertools.product(*scalar_values):
                     atoms |= dict(zip(scalars, values, strict=True))
                     for var_axes in itertools.product(_subsets(bound), repeat=len(tensors)):
                         stacks = {v: frozenset(a) for v, a in zip(tensors, var_axes,
                                                                   strict=True)}
-                        yield from _shaped(rule, atoms, stacks, rank, classes, anonymous)
+                        yield from _shaped(rule, atoms, stacks, rank, classes, anonymous,
+                                           sizes)
 
 
 # Condition words that read positions only through dim-index atoms (or not at all).
 _BY_INDEX = frozenset({"is_tensor", "is_axis", "distinct", "dim_from_end", "batch_dim",
-                       "size_one", "same_shape", "same_dim", "all_of"})
+                       "size_one", "same_shape", "same_dim", "all_of", "axis_product",
+                       "same_axis_size"})
+
+
+def axis_relations(cond: Condition | None, names: Mapping[str, str]) -> dict[str, Dim]:
+    """The axis sizes a condition ties together, for axis variables bound to `names`: under
+    `axis_product(g, a, b)` axis g has |a|·|b| positions, under `same_axis_size(g, h)` h has
+    |g|. So the instance is the generic one of the relation (|a| and |b| any sizes), not one
+    where opaque sizes happen to be equal. Names bound to the same axis relate nothing new."""
+    out: dict[str, Dim] = {}
+    if not isinstance(cond, Condition):
+        return out
+    if cond.word == "all_of":
+        for c in cond.args:
+            out |= axis_relations(c, names)
+    elif cond.word == "axis_product":
+        g, a, b = (names.get(v) for v in cond.args)
+        if g is not None and a is not None and b is not None and g not in (a, b):
+            out[g] = var(a) * var(b)
+    elif cond.word == "same_axis_size":
+        g, h = (names.get(v) for v in cond.args)
+        if g is not None and h is not None and g != h:
+            out[h] = var(g)
+    return out
 
 
 def _names_positions_by_index(cond: Condition | None) -> bool:
@@ -183,9 +210,10 @@ def _names_positions_by_index(cond: Condition | None) -> bool:
 
 
 def _shaped(rule: Rule, atoms: dict[str, Term], stacks: dict[str, frozenset[str]], rank: int,
-            classes: list[list[int]], anonymous: Sequence[int] = ()) -> Iterator[Instance]:
+            classes: list[list[int]], anonymous: Sequence[int] = (),
+            axis_sizes: Mapping[str, Dim] | None = None) -> Iterator[Instance]:
     def shaped(shapes: dict[str, tuple[Dim, ...]], condition: bool) -> Instance | None:
-        inst = _instance(rule, atoms, stacks, shapes)
+        inst = _instance(rule, atoms, stacks, shapes, axis_sizes)
         if not all(isinstance(inst.infos[t], TensorInfo) for t in (inst.lhs, inst.rhs)):
             return None
         if condition and rule.condition is not None and \
@@ -215,10 +243,11 @@ def _shaped(rule: Rule, atoms: dict[str, Term], stacks: dict[str, frozenset[str]
 
 
 def _instance(rule: Rule, atoms: dict[str, Term], stacks: dict[str, frozenset[str]],
-              shapes: dict[str, tuple[Dim, ...]]) -> Instance:
+              shapes: dict[str, tuple[Dim, ...]],
+              axis_sizes: Mapping[str, Dim] | None = None) -> Instance:
     leaves = {leaf_name(v): TensorInfo(stacks[v], shapes[v]) for v in stacks}
     subst = atoms | {v: Term(leaf_name(v)) for v in stacks}
-    analysis = StackedAnalysis(leaves)
+    analysis = StackedAnalysis(leaves, axis_sizes)
     lhs, rhs = rule.lhs.instantiate(subst), rule.rhs.instantiate(subst)
     cache: dict[Term, Info] = {}
     for side in (lhs, rhs):
@@ -308,7 +337,9 @@ def float64_counterexample(inst: Instance, hint: Mapping[str, int], seeds: int =
             term = Term("part", (term, Term("0"), Term(a)))
         plain[name] = term
     lhs, rhs = _replace_leaves(inst.lhs, plain), _replace_leaves(inst.rhs, plain)
+    tied = inst.analysis.axis_sizes
     for env in tries:
+        env |= {a: eval_dim(size, env) for a, size in tied.items()}  # |g| = |a|·|b|, as bound
         for seed in range(seeds):
             found = _differ(inst, lhs, rhs, env, np.random.default_rng(seed))
             if found:

@@ -2,7 +2,8 @@
 
 Each mutant is one edit — swapped operands of a non-commutative op (div, pow, matmul where the
 shapes allow), a wrong imap / fmap / omap entry, a wrong accumulator kind, a swapped unary op, a
-dropped op, an extra op — with shapes re-derived (`infer_shapes`); an edit whose shapes no longer
+dropped op, an extra op, a custom kernel reading two kernel tensors of one shape in each other's
+place — with shapes re-derived (`infer_shapes`); an edit whose shapes no longer
 fit is not a mutant (it could never be built), and is skipped. The verifier must never call a
 mutant `equivalent` unless random testing agrees that it computes the same function (an edit
 that happens to change nothing, such as a split over a size-1 grid dim).
@@ -52,6 +53,7 @@ def _edits(g: KernelGraph) -> Iterator[tuple[str, str, KernelGraph]]:
         def put_kernel(new: Op | None, i: int = i) -> KernelGraph:
             return _set_kernel_op(g, i, new)
         yield from _op_edits(op, put_kernel, f"kernel op {i}")
+        yield from _kernel_input_edits(g, op, put_kernel, f"kernel op {i}")
         if op.block is None:
             continue
         bg = op.block
@@ -82,6 +84,24 @@ def _op_edits(op: Op, put: Callable[[Op | None], KernelGraph], where: str
     if OPS[op.kind].category not in ("io", "custom"):
         extra = Op.make("exp", op.outputs, (f"{op.outputs[0]}_extra",))
         yield ("extra-op", f"{where}: exp added after {op.kind}", _extra(op, extra, put))
+
+
+def _kernel_input_edits(g: KernelGraph, op: Op, put: Callable[[Op | None], KernelGraph],
+                        where: str) -> Iterator[tuple[str, str, KernelGraph]]:
+    """A custom kernel reading two of its kernel tensors in each other's place (two of an
+    earlier kernel's partial results of one shape, say): the edit of a program of several
+    kernels that no edit inside one kernel makes."""
+    if op.kind != "customized":
+        return
+    for a in range(len(op.inputs)):
+        for b in range(a + 1, len(op.inputs)):
+            x, y = op.inputs[a], op.inputs[b]
+            if x == y or g.shape(x) != g.shape(y):
+                continue
+            swapped = list(op.inputs)
+            swapped[a], swapped[b] = y, x
+            yield ("swap-kernel-inputs", f"{where}: kernel inputs {x} and {y} swapped",
+                   put(replace(op, inputs=tuple(swapped))))
 
 
 def _map_edits(op: Op, put: Callable[[Op | None], KernelGraph], where: str, bg: BlockGraph

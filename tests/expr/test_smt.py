@@ -12,11 +12,20 @@ import z3
 
 from prism import smt
 from prism.expr import instances
-from prism.expr.axioms import AXIOMS, AXIOMS_BY_NAME, Axiom, batch_dim, distinct, size_one
+from prism.expr.axioms import (
+    AXIOMS,
+    AXIOMS_BY_NAME,
+    Axiom,
+    axis_product,
+    batch_dim,
+    distinct,
+    size_one,
+)
 from prism.expr.instances import generic_instances
 from prism.expr.tensor_terms import SYMBOLIC_PREFIX, SYMBOLIC_SCALAR, TensorInfo, evaluate
 from prism.expr.terms import Term
 from prism.ir.dims import evaluate as eval_dim
+from prism.ir.dims import var
 from prism.ir.graph import MAX_RANK
 from prism.ir.ops import OPS
 from prism.smt import STATUSES, prove_axiom
@@ -67,7 +76,40 @@ REFUTED = [
     wrong("red-of-copies", "(red (rep ?t ?g) ?g)", "?t"),
     # Concatenating the copies of a replicate tiles the tensor |g| times.
     wrong("comb-of-rep", "(comb (rep ?t ?g) ?d ?g)", "?t"),
+    # Re-splitting a concatenation of |g| = |h|² chunks into |h|: chunks of another width.
+    wrong("resplit-other-count", "(red (part (comb ?t ?d ?g) ?d ?h) ?h)", "(red ?t ?g)",
+          axis_product("?g", "?h", "?h")),
 ]
+
+# A concatenation of |g| = |f|·|k| chunks split into |f| parts, each into |k| chunks: chunk
+# (p, c) is the concatenation's chunk p·|k| + c (the encoding reads that without z3's integer
+# division, `smt._Encoder._digits`). Pairing two such splits matches the chunks of both; pairing
+# a split in that order with one in the other order (k first) matches other chunks.
+NESTED = "(red (red (mul (part (part (comb ?t ?d ?g) ?d ?f) ?d ?k) {u}) ?f) ?k)"
+
+
+def test_a_split_of_a_split_reads_the_chunks_in_order():
+    paired = wrong("nested-splits-paired",
+                   NESTED.format(u="(part (part (comb ?u ?d ?g) ?d ?f) ?d ?k)"),
+                   "(red (mul ?t ?u) ?g)", axis_product("?g", "?f", "?k"))
+    result = prove_axiom(paired, timeout_ms=30_000)
+    assert result.status == "proved", result.detail
+    crossed = wrong("nested-splits-crossed",
+                    NESTED.format(u="(part (part (comb ?u ?d ?g) ?d ?k) ?d ?f)"),
+                    "(red (mul ?t ?u) ?g)", axis_product("?g", "?f", "?k"))
+    result = prove_axiom(crossed, timeout_ms=30_000)
+    assert result.status == "refuted" and "float64" in result.detail, result.detail
+
+
+def test_an_axis_tied_to_others_has_their_product_in_every_instance():
+    found = list(generic_instances(AXIOMS_BY_NAME["red-regroup"]))
+    assert found
+    for inst in found:
+        g, f, k = (inst.subst[v].head for v in ("?g", "?f", "?k"))
+        assert g not in (f, k)   # |g| = |f|·|k| with g one of them is no instance
+        assert inst.analysis.axis_sizes == {g: var(f) * var(k)}
+    # f and k distinct, and f = k (the axis f is reduced before k is split: |g| = |f|²)
+    assert {inst.subst["?f"].head == inst.subst["?k"].head for inst in found} == {True, False}
 
 
 @pytest.mark.parametrize("axiom", REFUTED, ids=lambda a: a.name)
@@ -283,6 +325,8 @@ def test_the_encoding_computes_what_evaluate_computes(axiom):
         env = {n: 2 if n.startswith("g") else 4 for info in inst.infos.values()
                if isinstance(info, TensorInfo)
                for n in (*info.axes, *(v for d in info.shape for v in d.free_vars()))}
+        # an axis the condition ties to others (|g| = |a|·|b|) has their product
+        env |= {a: eval_dim(size, env) for a, size in inst.analysis.axis_sizes.items()}
         plain, arrays, tables = random_leaves(inst, env, rng)
         for side in (inst.lhs, inst.rhs):
             enc = smt._Encoder(inst)
