@@ -72,6 +72,7 @@ class ProofState:
     candidate: str | None = None
     family: str | None = None
     egraph_view: dict[str, Any] | None = None   # the e-graph around the first output's class
+    gap: dict[str, Any] | None = None   # an unknown's nearest pair of subterms that never met
 
     @classmethod
     def from_json(cls, proof: dict[str, Any] | list[Any], *, candidate: str | None = None,
@@ -93,7 +94,8 @@ class ProofState:
         return cls(str(doc.get("verdict", "equivalent")), str(doc.get("method", "")),
                    str(doc.get("sizes", "")), tuple(outputs), str(doc.get("egraph", "")),
                    float(seconds) if isinstance(seconds, int | float) else None,
-                   str(doc.get("reason", "")), candidate, family, doc.get("egraph_view"))
+                   str(doc.get("reason", "")), candidate, family, doc.get("egraph_view"),
+                   doc.get("gap") if isinstance(doc.get("gap"), dict) else None)
 
     @classmethod
     def from_event(cls, event: CandidateVerified) -> ProofState:
@@ -282,12 +284,25 @@ def proof_html(state: ProofState) -> str:
                 f"<div>before: <code>{s.before_html()}</code></div>"
                 f"<div>after: <code>{s.after_html()}</code></div></li>")
         out.append("</ol>")
+    if state.gap:
+        out.append(gap_html(state.gap))
     if state.egraph:
         out.append(f"<p class='prism-egraph'>e-graph: {html.escape(state.egraph)}</p>")
     if state.reason:
         out.append(f"<p>{html.escape(state.reason)}</p>")
     out.append("</div>")
     return "".join(out)
+
+
+def gap_html(gap: dict[str, Any]) -> str:
+    """Where an unproven candidate's terms came closest to the target's: the two subterms, one
+    per side, that the saturated e-graph never joined (the identity a proof would need)."""
+    where = f"output {gap.get('output', 0)}, {gap.get('sizes', '')} sizes"
+    return (f"<div class='prism-gap'><p><b>nearest gap</b> ({html.escape(where)}): the e-graph "
+            "saturated with these two apart; if the candidate is correct, an identity between "
+            "them is missing from the axioms</p>"
+            f"<div>candidate: <code>{html.escape(str(gap.get('candidate', '')))}</code></div>"
+            f"<div>target: <code>{html.escape(str(gap.get('target', '')))}</code></div></div>")
 
 
 def counterexample_html(state: CounterexampleState) -> str:

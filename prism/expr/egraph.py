@@ -425,6 +425,50 @@ class EGraph:
             "cut": sorted({self.find(x) for c in order for n in self.nodes(c)
                            for x in n.children} - seen)}
 
+    def nearest_gap(self, a: int, b: int) -> tuple[int, int] | None:
+        """Where two classes that did not meet come closest: from (a, b), while some e-node of
+        one class and some e-node of the other have the same head and all their children
+        equal but one pair, of the same analysis data (shape), descend into that pair (the one
+        whose smallest terms are smallest);
+        the pair where no such step exists is the gap, the subterms an identity would have to
+        join. None when a and b are one class."""
+        self.rebuild()
+        a, b = self.find(a), self.find(b)
+        if a == b:
+            return None
+        size = self._sizes()
+        seen = {(a, b)}
+        while True:
+            steps = []
+            for na in self._classes[a].nodes:
+                for nb in self._classes[b].nodes:
+                    if na[0] != nb[0] or len(na[1]) != len(nb[1]) or not na[1]:
+                        continue
+                    differ = [(self.find(x), self.find(y)) for x, y in zip(na[1], nb[1])
+                              if self.find(x) != self.find(y)]
+                    # a pair of different shapes can never be joined: the gap is above it
+                    if len(differ) == 1 and differ[0] not in seen and \
+                            self._classes[differ[0][0]].data == self._classes[differ[0][1]].data:
+                        steps.append(differ[0])
+            if not steps:
+                return a, b
+            a, b = min(steps, key=lambda p: (size.get(p[0], 0) + size.get(p[1], 0), p))
+            seen.add((a, b))
+
+    def _sizes(self) -> dict[int, int]:
+        """Each class's smallest term size (as `extract` picks it)."""
+        best = self._best_nodes()
+        size: dict[int, int] = {}
+
+        def of(root: int) -> int:
+            if root not in size:
+                size[root] = 1 + sum(of(c) for c in best[root][1])
+            return size[root]
+
+        for root in best:
+            of(root)
+        return size
+
     def data(self, class_id: int) -> Any:
         """The analysis data of a class (None without an analysis)."""
         self.rebuild()

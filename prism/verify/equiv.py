@@ -17,7 +17,10 @@ range? The answer is a value — `Proved(steps)`, `Refuted(counterexample)`, `Un
 4. Without a proof, random testing decides between `Refuted` (a counterexample) and `Unknown`
    (the limits were reached, or the axioms could not show it; random tests found no difference,
    or could not run: no assignment of the candidate's sizes it tried is well-formed, or could
-   not compare: nan on both sides, which is neither agreement nor a difference).
+   not compare: nan on both sides, which is neither agreement nor a difference). An `Unknown`
+   after a saturated e-graph names its gap: the pair of subterms, one on each side, where the
+   two terms come closest without meeting (`EGraph.nearest_gap`), so a user sees which identity
+   is missing.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ class Verdict:
     # `steps` prove the target equal to its unsplit program, and each part proves one kernel
     # equal to that kernel unsplit, as (the kernel tensor it stores, its verdict).
     parts: tuple[tuple[str, Verdict], ...] = ()
+    # Without a proof after a saturated e-graph: where the candidate's and the target's terms
+    # come closest (`EGraph.nearest_gap`), the two subterms an identity would have to join.
+    gap: dict[str, Any] | None = None
 
     @property
     def proof_steps(self) -> int:
@@ -82,6 +88,8 @@ class Verdict:
             out["egraph_view"] = self.egraph_view
         if self.parts:
             out["by_kernel"] = [{"kernel": name, **v.to_json()} for name, v in self.parts]
+        if self.gap:
+            out["gap"] = self.gap
         return out
 
 
@@ -124,15 +132,18 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
                                reason=f"random testing at {env or 'its sizes'} found a "
                                       "difference")
     notes: list[str] = []
-    verdict = _prove(target, candidate, limits, clock, notes, concrete=False)
+    gaps: list[dict[str, Any]] = []
+    verdict = _prove(target, candidate, limits, clock, notes, gaps, concrete=False)
     if verdict is None and candidate.custom_ops and not candidate.free_vars():
-        verdict = _prove(target, candidate, limits, clock, notes, concrete=True)
-    return verdict if verdict is not None else _fallback(target, candidate, clock, notes)
+        verdict = _prove(target, candidate, limits, clock, notes, gaps, concrete=True)
+    return verdict if verdict is not None else \
+        _fallback(target, candidate, clock, notes, gaps[-1] if gaps else None)
 
 
 def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _Clock,
-           notes: list[str], concrete: bool) -> Verdict | None:
-    """A checked proof, or None with the reason appended to `notes`."""
+           notes: list[str], gaps: list[dict[str, Any]], concrete: bool) -> Verdict | None:
+    """A checked proof, or None with the reason appended to `notes` (and, when the e-graph
+    saturated, where the terms came closest appended to `gaps`)."""
     tgt = translate(target)
     try:
         cand = translate(candidate, input_names=tgt.inputs, concrete_sizes=concrete)
@@ -166,26 +177,45 @@ def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _
     stop = {"saturated": "the axioms cannot show it (saturated)"}.get(
         report.stop_reason, f"limit reached ({report.stop_reason})")
     notes.append(f"{stop} with {'concrete' if concrete else 'symbolic'} sizes: {report}")
+    if report.stop_reason == "saturated":
+        k, (c, t) = next((k, p) for k, p in enumerate(pairs)
+                         if egraph.find(p[0]) != egraph.find(p[1]))
+        gap = egraph.nearest_gap(c, t)
+        if gap is not None:
+            gaps.append({"output": k, "sizes": "concrete" if concrete else "symbolic",
+                         "candidate": str(egraph.extract(gap[0])),
+                         "target": str(egraph.extract(gap[1]))})
     return None
 
 
-def _fallback(target: KernelGraph, candidate: KernelGraph, clock: _Clock, notes: list[str]
-              ) -> Verdict:
-    """No proof: random testing decides between a counterexample and `unknown`."""
+def _fallback(target: KernelGraph, candidate: KernelGraph, clock: _Clock, notes: list[str],
+              gap: dict[str, Any] | None = None) -> Verdict:
+    """No proof: random testing decides between a counterexample and `unknown`. An `unknown`
+    carries the gap of the last saturated e-graph, and its reason names it."""
     why = "; ".join(notes)
+    # said of an `unknown` only: a refuted candidate's terms differ, no identity is missing
+    missing = "" if gap is None else (
+        f"; the terms came closest at output {gap['output']}, where the candidate's "
+        f"{_short(gap['candidate'])} never met the target's {_short(gap['target'])}: if the "
+        "candidate is correct, an identity between these two is missing from the axioms")
     try:
         result = random_test(target, candidate)
     except VerifyError as e:  # no assignment it tried makes the candidate well-formed
         return Verdict("unknown", "e-graph", clock(),
-                       reason=f"no proof: {why}; random testing could not run: {e}")
+                       reason=f"no proof: {why}{missing}; random testing could not run: {e}",
+                       gap=gap)
     if result.found_difference:
         cex = result.counterexample.to_json() if result.counterexample else None
         return Verdict("not_equivalent", result.method, clock(), counterexample=cex,
                        reason=f"no proof ({why}); random testing found a difference")
     found = "found no difference" if result.equal else f"could not compare: {result.reason}"
     return Verdict("unknown", "e-graph", clock(),
-                   reason=f"no proof: {why}; random testing ({result.method}, "
-                          f"{result.trials} trial(s)) {found}")
+                   reason=f"no proof: {why}{missing}; random testing ({result.method}, "
+                          f"{result.trials} trial(s)) {found}", gap=gap)
+
+
+def _short(term: str, limit: int = 240) -> str:
+    return term if len(term) <= limit else f"{term[:limit - 1]}…"
 
 
 def _small_assignment(candidate: KernelGraph) -> dict[str, int] | None:

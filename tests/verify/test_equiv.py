@@ -309,3 +309,56 @@ def test_a_wrong_candidate_behind_a_sqrt_is_refuted_and_nan_is_no_agreement():
         return g.sqrt(g.mul_scalar(g.square(X), -1.0))
     verdict = verify(graph("nan", neg), graph("nan2", lambda g, X: g.mul_scalar(neg(g, X), 2.0)))
     assert verdict.verdict == "unknown" and "nan in both graphs" in verdict.reason
+
+
+def test_an_unknown_names_the_pair_of_subterms_a_missing_identity_would_join(corpus_dir,
+                                                                             monkeypatch):
+    """Take red-regroup out of the table: gqa_bs1[1] (kernel 2 loops over kernel 1's partial
+    results) is `unknown`, and its gap is the loop over partial sums on the candidate's side and
+    the attention numerator on the target's. Oracles: the two subterms are equal in float64 at
+    the graph's sizes (the candidate is correct), and the table with red-regroup joins them."""
+    import numpy as np
+
+    from prism.expr import EGraph
+    from prism.expr.axioms import AXIOMS
+    from prism.expr.tensor_terms import evaluate
+    from prism.expr.terms import parse
+
+    graphs = import_mirage(corpus_dir / "gqa_bs1.json")
+    target = workload_at("gqa", graphs[0])
+    without = [a.rule() for a in AXIOMS if a.name != "red-regroup"]
+    monkeypatch.setattr("prism.verify.equiv.rules", lambda: without)
+    verdict = verify(target, graphs[1])
+    assert verdict.verdict == "unknown" and verdict.gap is not None
+    gap = verdict.gap
+    assert gap["sizes"] == "concrete" and gap["output"] == 0
+    assert gap["candidate"].startswith("(red (red (part (part (comb ")
+    assert gap["target"] == "(matmul (exp (matmul Q K)) V)"
+    assert "came closest" in verdict.reason and verdict.to_json()["gap"] == gap
+
+    cand = translate(graphs[1], input_names=translate(target).inputs, concrete_sizes=True)
+    sizes = {name: d.value for name, d in cand.sizes.items()}
+    rng = np.random.default_rng(0)
+    inputs = {name: rng.uniform(-0.5, 0.5, tuple(d.value for d in target.shape(t)))
+              for name, t in zip("QKV", target.inputs, strict=True)}
+    left = evaluate(parse(gap["candidate"]), inputs, sizes)
+    right = evaluate(parse(gap["target"]), inputs, sizes)
+    assert left.axes == right.axes == ()
+    np.testing.assert_allclose(left.array, right.array, rtol=1e-9)
+
+    analysis = TensorAnalysis({n: target.shape(t) for n, t in zip("QKV", target.inputs,
+                                                                   strict=True)}, cand.sizes)
+    egraph = EGraph(analysis)
+    a, b = egraph.add(parse(gap["candidate"])), egraph.add(parse(gap["target"]))
+    egraph.run(rules(), iter_limit=30, node_limit=20_000,
+               goal=lambda e: e.find(a) == e.find(b))
+    assert egraph.find(a) == egraph.find(b)
+
+
+def test_a_refuted_candidate_claims_no_missing_identity(corpus_dir):
+    graphs = import_mirage(corpus_dir / "gqa_bs1.json")
+    target = workload_at("gqa", graphs[0])
+    wrong = next(m for m in mutants(graphs[16]) if m.kind == "swap-kernel-inputs")
+    verdict = verify(target, wrong.graph)
+    assert verdict.verdict == "not_equivalent"
+    assert verdict.gap is None and "missing" not in verdict.reason

@@ -153,3 +153,15 @@ def test_the_egraph_around_the_final_class_is_drawn(recorded):
     assert "penwidth=2.5" in dot.split(f"cluster_{view['root']} ", 1)[1].split("\n", 1)[0]
     svg = ProofView(event).widget.children[1].value
     assert "<svg" in svg and f"class {view['root']}" in svg
+
+
+def test_an_unknowns_gap_is_shown():
+    gap = {"output": 0, "sizes": "concrete", "candidate": "(red (part (comb x 0 n8) 0 n4) n4)",
+           "target": "(red x n8)"}
+    state = ProofState.from_json({"verdict": "unknown", "method": "e-graph", "gap": gap,
+                                  "reason": "no proof"})
+    text = proof_html(state)
+    assert state.gap == gap and "nearest gap" in text
+    assert f"<code>{html.escape(gap['candidate'])}</code>" in text
+    assert f"<code>{html.escape(gap['target'])}</code>" in text
+    assert "nearest gap" not in proof_html(ProofState.from_json({"verdict": "unknown"}))
