@@ -444,7 +444,8 @@ class EGraph:
                 for nb in self._classes[b].nodes:
                     if na[0] != nb[0] or len(na[1]) != len(nb[1]) or not na[1]:
                         continue
-                    differ = [(self.find(x), self.find(y)) for x, y in zip(na[1], nb[1])
+                    differ = [(self.find(x), self.find(y))
+                              for x, y in zip(na[1], nb[1], strict=True)
                               if self.find(x) != self.find(y)]
                     # a pair of different shapes can never be joined: the gap is above it
                     if len(differ) == 1 and differ[0] not in seen and \
