@@ -178,9 +178,9 @@ def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _
         report.stop_reason, f"limit reached ({report.stop_reason})")
     notes.append(f"{stop} with {'concrete' if concrete else 'symbolic'} sizes: {report}")
     if report.stop_reason == "saturated":
-        k, (c, t) = next((k, p) for k, p in enumerate(pairs)
-                         if egraph.find(p[0]) != egraph.find(p[1]))
-        gap = egraph.nearest_gap(c, t)
+        k, (left, right) = next((k, p) for k, p in enumerate(pairs)
+                                if egraph.find(p[0]) != egraph.find(p[1]))
+        gap = egraph.nearest_gap(left, right)
         if gap is not None:
             gaps.append({"output": k, "sizes": "concrete" if concrete else "symbolic",
                          "candidate": str(egraph.extract(gap[0])),
