@@ -594,6 +594,40 @@ def _cmd_calibrate(args: argparse.Namespace) -> Any:
     return doc if args.json else None
 
 
+def _cmd_axioms(args: argparse.Namespace) -> Any:
+    """`prism axioms discover`: candidate identities from templates, decided by z3, tried on the
+    Mirage corpus (`prism.expr.discover`)."""
+    from prism.expr import discover as disc
+    from prism.smt import prove_axiom
+    from prism.verify.equiv import verify
+    from prism.workloads import mirage_corpus
+    ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops \
+        else disc.DEFAULT_OPS
+    templates = tuple(t.strip() for t in args.templates.split(",")) if args.templates \
+        else disc.TEMPLATES
+    bad = sorted(set(templates) - set(disc.TEMPLATES))
+    if bad:
+        raise UsageError(f"unknown template {', '.join(bad)}: give some of "
+                         f"{', '.join(disc.TEMPLATES)}")
+    folder = Path(args.corpus) if args.corpus else mirage_corpus.default_folder()
+    corpus = [] if args.no_corpus or folder is None else mirage_corpus.pairs(folder)
+    try:
+        report = disc.discover(
+            prove_axiom, ops, templates=templates, without=tuple(args.without or ()),
+            corpus=corpus, timeout_ms=int(args.timeout * 1000),
+            check=lambda target, graph, table: verify(target, graph,
+                                                      table=table).verdict == "equivalent")
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    doc = report.to_json()
+    doc["corpus"] = None if not corpus else str(folder)
+    if not args.json:
+        print(report.text())
+        if not corpus:
+            print("  no corpus: pass --corpus DIR (mirage_mugraphs) to try the new axioms on it")
+    return doc if args.json else None
+
+
 def _cmd_lab(args: argparse.Namespace) -> Any:
     import os
     import subprocess
@@ -772,6 +806,26 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--readme", action="store_true", help="rewrite README.md's workload table "
                     "from the latest full run in --out (runs nothing)")
     _executor_arguments(sp)
+    axioms = sub.add_parser("axioms", help="the axiom table's tools",
+                            description="the axiom table's tools")
+    asub = axioms.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sp = asub.add_parser("discover", help="propose identities from templates (ops through "
+                         "movement heads and other ops, reductions over size-1 dims, "
+                         "regroupings of split data), keep what z3 proves, report which "
+                         "unproven corpus graphs each new one proves",
+                         description="axiom discovery (prism.expr.discover)")
+    sp.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    sp.set_defaults(func=_cmd_axioms)
+    sp.add_argument("--ops", help="ops to propose identities for, comma-separated (default: "
+                    "exp, neg, sqrt, mul_scalar, add, mul, div, sum, mean, max)")
+    sp.add_argument("--templates", help="comma-separated: through-head, through-op, size-one, "
+                    "regrouping (default: all)")
+    sp.add_argument("--without", action="append", metavar="GROUP", help="run against the table "
+                    "less this group or axiom (repeat): what discovery finds without it")
+    sp.add_argument("--corpus", metavar="DIR", help="Mirage's mugraph folder (default: "
+                    "$PRISM_MIRAGE_CORPUS, else shared/external/mirage_mugraphs beside the repo)")
+    sp.add_argument("--no-corpus", action="store_true", help="do not try the axioms on a corpus")
+    sp.add_argument("--timeout", type=_seconds, default=10.0, help="z3 seconds per query")
     sp = command("lab", _cmd_lab, "JupyterLab on the notebooks (--json: print the command only)")
     sp.add_argument("--notebooks", default="notebooks")
     return p

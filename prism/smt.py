@@ -103,8 +103,11 @@ class NotStated(Exception):
     """A term outside what this module encodes."""
 
 
-def prove_axiom(axiom: Axiom, *, timeout_ms: int = 5000) -> SmtResult:
-    """Prove `axiom` on each of its generic instances; `timeout_ms` bounds each z3 query."""
+def prove_axiom(axiom: Axiom, *, timeout_ms: int = 5000, first_unknown: bool = False
+                ) -> SmtResult:
+    """Prove `axiom` on each of its generic instances; `timeout_ms` bounds each z3 query.
+    `first_unknown`: stop at the first undecided instance (axiom discovery, where an undecided
+    candidate is dropped anyway and the rest of its instances would cost a timeout each)."""
     start = time.perf_counter()
 
     def result(status: str, detail: str, model: str | None = None, n: int = 0) -> SmtResult:
@@ -131,6 +134,9 @@ def prove_axiom(axiom: Axiom, *, timeout_ms: int = 5000) -> SmtResult:
             if verdict == "unknown":
                 unknown.append(f"{why}: {inst.describe()}" +
                                (f"; its model: {model}" if model else ""))
+                if first_unknown:
+                    return result("unknown", f"undecided at instance {n} (stopped there): "
+                                             f"{unknown[0]}", n=n - 1)
     except UnsupportedPattern as e:
         return result("not_stated", str(e))
     if n == 0:

@@ -63,6 +63,7 @@ class Axiom:
     group: str
     bidirectional: bool = False
     condition: Condition | None = None
+    origin: str = "hand"               # "hand" | "discovered" (`prism axioms discover`)
 
     def rule(self) -> Rule:
         return Rule(self.name, self.lhs, self.rhs, _guarded(self), self.bidirectional)
@@ -461,7 +462,32 @@ def _regrouping() -> list[Axiom]:
     ]
 
 
-AXIOMS: tuple[Axiom, ...] = (*_ALGEBRA, *_movement(), *_regrouping())
+def _discovered() -> list[Axiom]:
+    """Axioms `prism axioms discover` proposed and z3 proved, that the table above did not hold
+    or derive (`prism axioms discover --ops max,min,add,mul_scalar --templates
+    through-head,size-one`, and `--ops sum --templates regrouping` for the mean's regrouping).
+    They are checked like every axiom (`tests/expr/test_smt.py`)."""
+    def found(name: str, lhs: str, rhs: str, statement: str, group: str, both: bool = False,
+              condition: Condition | None = None) -> Axiom:
+        return Axiom(name, lhs, rhs, statement, "smt", group, both, condition, "discovered")
+    return [
+        found("max-size-one", "(max ?t ?d)", "?t", "the max over a dim of size 1 is the tensor",
+              "reduction", condition=size_one("?t", "?d")),
+        found("min-size-one", "(min ?t ?d)", "?t", "the min over a dim of size 1 is the tensor",
+              "reduction", condition=size_one("?t", "?d")),
+        found("add-red-red", "(add (red ?a ?g) (red ?b ?g))", "(red (add ?a ?b) ?g)",
+              "a sum of two sums along one axis is the sum of the sums", "movement", both=True),
+        found("mul-scalar-red", "(mul_scalar (red ?t ?g) ?c)", "(red (mul_scalar ?t ?c) ?g)",
+              "a constant factor moves into a sum along an axis", "movement", both=True),
+        found("mred-regroup", "(mred (part (mred (part (comb ?t ?d ?g) ?d ?f) ?f) ?d ?k) ?k)",
+              "(mred ?t ?g)",
+              "a concatenation of |g| = |f|·|k| equal chunks, split into |f| parts averaged, then "
+              "into |k| chunks averaged, is the mean of the |g| chunks", "regrouping",
+              condition=axis_product("?g", "?f", "?k")),
+    ]
+
+
+AXIOMS: tuple[Axiom, ...] = (*_ALGEBRA, *_movement(), *_regrouping(), *_discovered())
 AXIOMS_BY_NAME: dict[str, Axiom] = {a.name: a for a in AXIOMS}
 assert len(AXIOMS_BY_NAME) == len(AXIOMS), "axiom names must be unique"
 

@@ -32,6 +32,7 @@ from typing import Any
 from prism.errors import PrismError, VerifyError
 from prism.expr import EGraph, RunReport, Step, check_explanation
 from prism.expr.axioms import AXIOMS_BY_NAME, rules
+from prism.expr.rules import Rule
 from prism.expr.tensor_terms import TensorAnalysis
 from prism.expr.terms import Term
 from prism.ir.graph import KernelGraph
@@ -110,14 +111,16 @@ class _Clock:
 
 
 def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(), *,
-           refute_first: bool = False) -> Verdict:
+           refute_first: bool = False, table: list[Rule] | None = None) -> Verdict:
     """Prove with grid and loop sizes as opaque symbols, so the proof holds for every size; a
     candidate whose sizes are constants and which that cannot prove is tried once more with its
     sizes known (a kernel may rely on them: a split that meets the previous kernel's
     concatenation), and its proof then says `sizes: concrete`.
 
     `refute_first` (the search, which sees many wrong candidates): one float64 random trial at
-    one small assignment first; a difference there is a counterexample, and no e-graph runs."""
+    one small assignment first; a difference there is a counterexample, and no e-graph runs.
+    `table`: the rules to prove with (default: the axiom table; axiom discovery passes the table
+    with a candidate axiom added, `prism.expr.discover`)."""
     clock = _Clock()
     invalid = invalid_reason(target, candidate)
     if invalid:
@@ -133,15 +136,17 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
                                       "difference")
     notes: list[str] = []
     gaps: list[dict[str, Any]] = []
-    verdict = _prove(target, candidate, limits, clock, notes, gaps, concrete=False)
+    table = rules() if table is None else table
+    verdict = _prove(target, candidate, limits, clock, notes, gaps, table, concrete=False)
     if verdict is None and candidate.custom_ops and not candidate.free_vars():
-        verdict = _prove(target, candidate, limits, clock, notes, gaps, concrete=True)
+        verdict = _prove(target, candidate, limits, clock, notes, gaps, table, concrete=True)
     return verdict if verdict is not None else \
         _fallback(target, candidate, clock, notes, gaps[-1] if gaps else None)
 
 
 def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _Clock,
-           notes: list[str], gaps: list[dict[str, Any]], concrete: bool) -> Verdict | None:
+           notes: list[str], gaps: list[dict[str, Any]], table: list[Rule], concrete: bool
+           ) -> Verdict | None:
     """A checked proof, or None with the reason appended to `notes` (and, when the e-graph
     saturated, where the terms came closest appended to `gaps`)."""
     tgt = translate(target)
@@ -156,7 +161,6 @@ def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _
                                        strict=True)), sizes)
     egraph = EGraph(analysis)
     pairs = [(egraph.add(c), egraph.add(t)) for c, t in zip(cand.terms, tgt.terms, strict=True)]
-    table = rules()
     report: RunReport | None = None
     try:
         report = egraph.run(table, iter_limit=limits.iterations, node_limit=limits.nodes,
