@@ -2,7 +2,9 @@
 
     .venv/bin/python bench/verify_report.py [--mutant-graphs N] [--json FILE]
 
-Part 1, per corpus file: graphs, verdicts, and the median and maximum seconds per graph.
+Part 1, per corpus file: graphs, verdicts, the sizes each proof holds for, the median and
+maximum seconds per graph and e-nodes per proof; then each workload's target saturated alone
+with the search's limits (the abstract-expression rule's e-graph).
 Part 2, the mutation corpus: every one-edit mutant (prism.verify.mutate) of the nine hand-fused
 kernels and of the first N graphs of each corpus file, verified. Every refuted mutant is
 confirmed different by a second random test (other seeds). A proven mutant must be an edit that
@@ -15,14 +17,17 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 import statistics
 import sys
 import time
 import warnings
 from pathlib import Path
 
-from prism.frontend.mirage import import_mirage
+from prism.expr.axioms import AXIOMS
+from prism.frontend.mirage import as_mirage_defines, import_mirage
 from prism.ir.graph import KernelGraph
+from prism.search.abstract import AbstractTarget
 from prism.verify.equiv import Limits, verify
 from prism.verify.mutate import mutants
 from prism.verify.randomized import modular_test, random_test
@@ -40,23 +45,54 @@ def target_for(name: str, graph: KernelGraph) -> KernelGraph:
     return w.with_shapes(**dict(zip(w.shapes, shapes, strict=True))).graph
 
 
+NODES = re.compile(r"(\d+) e-nodes in (\d+) e-classes")
+
+
 def corpus_report() -> list[dict[str, object]]:
+    """Per file: verdicts, proven share, seconds per graph (median, max), proof steps, and the
+    e-graph each proof ended with (e-nodes: median, max), against a table of len(AXIOMS)."""
     rows = []
+    print(f"axiom table: {len(AXIOMS)} axioms "
+          f"({sum(a.origin == 'discovered' for a in AXIOMS)} discovered)", flush=True)
     for path in sorted(CORPUS.glob("*.json")):
         graphs = import_mirage(path)
-        target = target_for(WORKLOAD_OF[path.stem], graphs[0])
-        verdicts, seconds, steps = collections.Counter(), [], []
+        target = as_mirage_defines(target_for(WORKLOAD_OF[path.stem], graphs[0]))
+        verdicts, seconds, steps, nodes = collections.Counter(), [], [], []
+        sizes = collections.Counter()
         for g in graphs:
             v = verify(target, g)
             verdicts[v.verdict] += 1
+            sizes[v.sizes or "-"] += 1
             seconds.append(v.seconds)
             steps.append(v.proof_steps)
+            found = NODES.search(v.report)
+            if found:
+                nodes.append(int(found.group(1)))
         rows.append({"file": path.name, "graphs": len(graphs), **dict(verdicts),
                      "proven_share": verdicts["equivalent"] / len(graphs),
+                     "sizes": dict(sizes),
                      "median_s": statistics.median(seconds), "max_s": max(seconds),
-                     "median_steps": statistics.median(steps)})
-        print(f"{path.name:<24} {len(graphs):>3} graphs  {dict(verdicts)}  "
-              f"median {statistics.median(seconds):.3f} s  max {max(seconds):.3f} s", flush=True)
+                     "median_steps": statistics.median(steps),
+                     "median_enodes": statistics.median(nodes) if nodes else None,
+                     "max_enodes": max(nodes) if nodes else None})
+        print(f"{path.name:<24} {len(graphs):>3} graphs  {dict(verdicts)}  {dict(sizes)}  "
+              f"median {statistics.median(seconds):.3f} s  max {max(seconds):.3f} s  "
+              f"e-nodes median {rows[-1]['median_enodes']} max {rows[-1]['max_enodes']}",
+              flush=True)
+    return rows
+
+
+def targets_report() -> list[dict[str, object]]:
+    """Each workload's target saturated alone under the table, with the search's limits (the
+    abstract-expression rule's e-graph): whether it saturates, its size and time."""
+    rows = []
+    for name, w in WORKLOADS.items():
+        start = time.perf_counter()
+        t = AbstractTarget(w.graph)
+        rows.append({"workload": name, "stop": t.report.stop_reason,
+                     "iterations": t.report.iterations, "enodes": t.report.nodes,
+                     "seconds": round(time.perf_counter() - start, 3)})
+        print(f"target {name:<18} {t.report}", flush=True)
     return rows
 
 
@@ -112,7 +148,8 @@ def main() -> int:
     if not CORPUS.is_dir():
         print(f"corpus not found at {CORPUS}", file=sys.stderr)
         return 1
-    report = {"corpus": corpus_report(), "mutants": mutation_report(args.mutant_graphs)}
+    report = {"axioms": len(AXIOMS), "corpus": corpus_report(), "targets": targets_report(),
+              "mutants": mutation_report(args.mutant_graphs)}
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
     return 0 if not report["mutants"]["proven_mutants"] else 1  # type: ignore[index]

@@ -344,6 +344,68 @@ ProofView(verdict.to_json())
 ProofView(refuted.to_json())
 
 # %% [markdown]
+# ## 8. Two kernels: regrouping axioms, an `unknown`'s gap, and discovery
+#
+# Mirage's own split-key attention programs (`shared/external/mirage_mugraphs/gqa_bs1.json`)
+# are two kernels. Kernel 1 splits the keys over 8 blocks and writes one partial numerator and
+# denominator per block, concatenated. Kernel 2 sums them, but in its own grouping: in graph 1
+# it loops 4 times over chunks of 2 partials, then sums the 2. Relating the two groupings takes
+# a *regrouping* axiom: a concatenation of |g| = |f|·|k| chunks, split into |f| parts that are
+# summed and then into |k| chunks that are summed, sums the |g| chunks. Its condition ties the
+# axes' sizes, so it holds where the graph fixes them (a concrete proof).
+
+# %%
+from prism.workloads import mirage_corpus
+
+folder = mirage_corpus.default_folder()
+if folder is None:
+    print("Mirage's corpus is not beside the repository: this section needs "
+          "shared/external/mirage_mugraphs (or $PRISM_MIRAGE_CORPUS)")
+else:
+    gqa = {name: (t, g) for name, t, g in mirage_corpus.pairs(folder) if name.startswith("gqa")}
+    gqa_target, two_kernels = gqa["gqa_bs1[1]"]
+    proved = verify(gqa_target, two_kernels)
+    regroup = [s for s in proved.steps[0] if AXIOMS_BY_NAME[s.rule].group == "regrouping"]
+    print(f"gqa_bs1[1]: {proved.verdict}, {proved.proof_steps} steps, sizes {proved.sizes}")
+    for s in regroup:
+        print(f"  {s.rule}: {s.before.at(s.path)}")
+        print(f"    ⇒ {s.after.at(s.path)}")
+    print("discovered axioms in the table:",
+          ", ".join(a.name for a in AXIOMS if a.origin == "discovered"))
+
+# %% [markdown]
+# What if that axiom were missing? The e-graph saturates without the terms meeting, so the
+# verdict is `unknown`. It also says *where* the terms came closest: following the two e-classes
+# down while some e-node of each has the same head and all children equal but one pair (of the
+# same shape), it reaches the pair no axiom joined. That pair is the identity to write.
+
+# %%
+if folder is not None:
+    without = [a.rule() for a in AXIOMS if a.name != "red-regroup"]
+    stuck = verify(gqa_target, two_kernels, table=without)
+    print(f"without red-regroup: {stuck.verdict}")
+    print(f"  candidate side: {stuck.gap['candidate']}")
+    print(f"  target side:    {stuck.gap['target']}")
+
+# %% [markdown]
+# Axiom discovery (`prism axioms discover`, after Axon) proposes identities from templates: each
+# op through each data-movement head, ops through each other, reductions over a dim of size 1,
+# and regroupings of split data under each relation of the axes' sizes. z3 decides each one, a
+# refuted one keeps its counterexample, and every new one is tried on the graphs the table
+# leaves unproven. Run against the table without its regrouping group, it finds that group again,
+# and the graph above with it.
+
+# %%
+if folder is not None:
+    from prism.expr.discover import discover
+
+    report = discover(prove_axiom, ("sum",), templates=("regrouping",),
+                      without=("regrouping",), corpus=[("gqa_bs1[1]", gqa_target, two_kernels)],
+                      check=lambda t, g, table: verify(t, g, table=table).verdict ==
+                      "equivalent")
+    print(report.text())
+
+# %% [markdown]
 # ## What to remember
 #
 # - The verifier writes both programs as terms in which every split, copy, sum and
@@ -356,3 +418,5 @@ ProofView(refuted.to_json())
 #   a plausible wrong one.
 # - A candidate without a proof is not assumed wrong. Random testing looks for a counterexample
 #   that anyone can reproduce from its seed and sizes.
+# - An `unknown` names its gap, the two subterms no axiom joined; discovery proposes identities,
+#   z3 decides them, and the corpus shows which graphs each one proves.

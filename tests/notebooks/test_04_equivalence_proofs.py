@@ -131,3 +131,21 @@ def test_04_the_axiom_s_instances_reach_every_rank_the_ir_allows(run):
                       re.M)
     assert ranks, run(STEM).text
     assert [int(r) for r in ranks[1].split(", ")] == list(range(2, MAX_RANK + 1))
+
+
+@pytest.mark.slow
+def test_04_two_kernels_are_proven_by_regrouping_and_the_gap_names_what_is_missing(run,
+                                                                                   corpus_dir):
+    # corpus_dir: the section needs Mirage's corpus beside the repository (skips without it)
+    text = run(STEM).text
+    assert re.search(r"^gqa_bs1\[1\]: equivalent, \d+ steps, sizes concrete$", text, re.M), text
+    assert re.search(r"^  red-regroup: \(red \(part \(red \(part ", text, re.M)
+    assert "discovered axioms in the table: max-size-one" in text
+    assert "without red-regroup: unknown" in text
+    side = re.search(r"^  candidate side: (.*)$", text, re.M)
+    assert side and side.group(1).startswith("(red (red (part (part (comb ")
+    assert re.search(r"^  target side:    \(matmul \(exp \(matmul Q K\)\) V\)$", text, re.M)
+    # discovery, without the group, finds red-regroup again and the graph it proves
+    assert re.search(r"^  new  red-of-red-regroup-as-red: \(red \(part \(red \(part \(comb \?t "
+                     r"\?d \?g\) \?d \?f\) \?f\) \?d \?k\) \?k\) = \(red \?t \?g\) if "
+                     r"axis_product\(\?g, \?f, \?k\); makes provable: gqa_bs1\[1\]$", text, re.M)
