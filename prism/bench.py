@@ -32,6 +32,7 @@ Prism's per-flag ablation. A run with `--ablation` holds that section alone (no 
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing
 import os
@@ -377,3 +378,46 @@ def _sig(x: float) -> float:
 
 def _file_label(label: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in label)
+
+
+def measured_section(results: Path) -> dict[str, Any]:
+    """What a GPU measured, from the files `bench/gpu_check.sh` writes under `results`
+    (`gpu_check/gpu_check.json`: each workload's winner, eager and torch.compile timed side by
+    side with the model's error; `calibration/calibration-<device>-measured.json`: the
+    microbenchmarks beside the model's numbers). Only figures of kind `measured` are taken; an
+    interpreted calibration (a CPU run) says nothing about a device and is left out. Without
+    the files the section says no GPU run is committed."""
+    check = results / "gpu_check" / "gpu_check.json"
+    rows: list[dict[str, Any]] = []
+    if check.is_file():
+        try:
+            loaded = json.loads(check.read_text())
+        except ValueError as e:
+            raise BenchError(f"{check}: not JSON ({e}); rerun bench/gpu_check.sh or remove "
+                             "it") from None
+        if not isinstance(loaded, list):
+            raise BenchError(f"{check}: expected a list of rows as bench/gpu_check.py writes")
+        for r in loaded:
+            if isinstance(r, dict) and "prism_us" in r:
+                rows.append({"workload": r.get("workload"), "kind": "measured",
+                             **{k: r.get(k) for k in ("prism_us", "eager_us", "compile_us",
+                                                      "modeled_us", "model_error", "gpu",
+                                                      "cache", "params")}})
+            elif isinstance(r, dict):
+                rows.append({"workload": r.get("workload"), "kind": "measured",
+                             "error": r.get("error", "no timing")})
+    calibration = []
+    for path in sorted((results / "calibration").glob("calibration-*-measured.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except ValueError as e:
+            raise BenchError(f"{path}: not JSON ({e})") from None
+        figures = {name: f for name, f in doc.get("figures", {}).items()
+                   if isinstance(f, dict) and f.get("kind") == "measured"}
+        calibration.append({"device": doc.get("device"), "gpu": doc.get("gpu"),
+                            "date": doc.get("date"), "file": str(path), "figures": figures})
+    note = ("measured on a GPU by bench/gpu_check.sh" if rows or calibration else
+            "no GPU run is committed: every latency above is modeled; bench/gpu_check.sh on a "
+            "CUDA machine writes the measured rows this section shows")
+    return {"rows": rows, "calibration": calibration,
+            "source": str(check) if rows else None, "note": note}

@@ -189,11 +189,41 @@ def markdown(doc: Mapping[str, Any]) -> str:
         for name, part in scaling["workloads"].items():
             out.append(f"- {name}: {fit_text(part['fit'])}")
         out.append("")
+    measured = doc.get("measured")
+    if measured is not None:
+        out += [*measured_lines(measured), ""]
     out += ["## Ablation: symbolic against concrete parameters", "",
             doc.get("ablation_note") or "", ""]
     if doc.get("ablation"):
         out += [*ablation_lines(doc), ""]
     return "\n".join(out)
+
+
+def measured_lines(measured: Mapping[str, Any]) -> Iterator[str]:
+    """The GPU's rows (`prism.bench.measured_section`), each latency labelled measured, beside
+    the model's number and the model's error; or the note that no GPU run is committed."""
+    yield "## Measured on a GPU"
+    yield ""
+    yield str(measured.get("note", ""))
+    rows = measured.get("rows") or []
+    if rows:
+        yield ""
+        yield ("| workload | prism µs (measured) | eager µs (measured) | torch.compile µs "
+               "(measured) | prism µs (modeled) | measured / modeled | GPU |")
+        yield "|---|---|---|---|---|---|---|"
+        for r in rows:
+            if "error" in r:
+                yield f"| {r['workload']} | error: {r['error']} | | | | | |"
+                continue
+            yield (f"| {r['workload']} | {_num(r.get('prism_us'))} | {_num(r.get('eager_us'))} "
+                   f"| {_num(r.get('compile_us'))} | {_num(r.get('modeled_us'))} | "
+                   f"{_num(r.get('model_error'), '.3f')} | {r.get('gpu') or ''} |")
+    for c in measured.get("calibration") or []:
+        yield ""
+        yield f"Calibration of {c['device']} on {c.get('gpu') or 'a GPU'} ({c.get('date')}):"
+        for name, f in c["figures"].items():
+            yield (f"- {name}: {f['value']} (measured) against the model's {f['model']} "
+                   f"({f.get('measured_over_model')}x)")
 
 
 def ablation_lines(doc: Mapping[str, Any]) -> Iterator[str]:
@@ -303,6 +333,11 @@ def readme_section(doc: Mapping[str, Any], results: str) -> str:
                      f"{_num(r['best_over_roofline'])}× | {r['eager_latency_us']:.2f} µs | "
                      f"{_num(r['speedup_vs_eager'])}× | {_num(h200.get('best_latency_us'))} µs "
                      f"modeled | {r['best']['check']} | {r['search_seconds']:.0f}{state} |")
+    measured = doc.get("measured")
+    if measured is not None and not measured.get("rows"):
+        lines += ["", f"Measured on a GPU: {measured['note']}."]
+    elif measured is not None:
+        lines += ["", *measured_lines(measured)]
     return "\n".join(lines)
 
 

@@ -552,6 +552,8 @@ def _bench_run(args: argparse.Namespace, out: Path) -> Any:
     else:
         doc = bench.run_bench(args.workloads or bench.NINE, settings, scaling_caps=caps,
                               progress=progress, command=_bench_command(args))
+    if not args.ablation:
+        doc["measured"] = bench.measured_section(out)
     doc["files"] = bench_report.write_history(doc, out)
     if not args.json:
         print(bench_report.markdown(doc))

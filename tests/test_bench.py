@@ -458,3 +458,45 @@ def test_an_ablation_run_is_not_the_latest_full_run(tmp_path):
     for d in (full, alone):
         (tmp_path / f"{bench_report.stem(d)}.json").write_text(json.dumps(d))
     assert bench_report.latest_results(tmp_path).name == f"{bench_report.stem(full)}.json"
+
+
+def test_measured_rows_come_from_the_gpu_checks_files_and_only_measured_figures(tmp_path):
+    """`prism bench` merges what bench/gpu_check.sh wrote: gpu_check.json rows (as
+    bench/gpu_check.py writes them) and calibration figures of kind `measured`; an interpreted
+    calibration (a CPU run) is left out, and without files the section says nothing was
+    measured."""
+    from prism.bench import measured_section
+    from prism.bench_report import measured_lines
+
+    empty = measured_section(tmp_path)
+    assert empty["rows"] == [] and empty["calibration"] == []
+    assert "no GPU run is committed" in empty["note"]
+    (tmp_path / "gpu_check").mkdir()
+    rows = [{"workload": "swiglu", "optimize_s": 40.1, "prism_us": 12.5, "eager_us": 30.0,
+             "compile_us": 20.0, "cache": "L2 flushed", "tuned_us": 12.4,
+             "tuned_kind": "measured", "modeled_us": 10.0, "roofline_us": 8.0,
+             "modeled_eager_us": 25.0, "params": {"gx": 64}, "kernels": 1,
+             "max_rel_err_vs_eager": 1e-3, "gpu": "NVIDIA H100", "model_error": 1.25},
+            {"workload": "ntrans", "optimize_s": 3.0, "error": "no kernel"}]
+    (tmp_path / "gpu_check" / "gpu_check.json").write_text(json.dumps(rows))
+    cal = tmp_path / "calibration"
+    cal.mkdir()
+    measured = {"value": 3.1, "kind": "measured", "how": "x", "model": 4.0,
+                "measured_over_model": 0.775}
+    (cal / "calibration-h100-measured.json").write_text(json.dumps(
+        {"device": "h100", "kind": "measured", "gpu": "NVIDIA H100", "date": "2026-12-02",
+         "figures": {"launch_us": measured, "hbm_gbps": {**measured, "kind": "interpreted"}}}))
+    (cal / "calibration-h100-interpreted.json").write_text(json.dumps(
+        {"device": "h100", "kind": "interpreted", "figures": {"launch_us": measured}}))
+    got = measured_section(tmp_path)
+    assert [r["workload"] for r in got["rows"]] == ["swiglu", "ntrans"]
+    assert got["rows"][0]["prism_us"] == 12.5 and got["rows"][0]["model_error"] == 1.25
+    assert got["rows"][0]["kind"] == "measured" and got["rows"][1]["error"] == "no kernel"
+    assert len(got["calibration"]) == 1
+    assert list(got["calibration"][0]["figures"]) == ["launch_us"]
+    text = "\n".join(measured_lines(got))
+    assert "| swiglu | 12.50 | 30.00 | 20.00 | 10.00 | 1.250 | NVIDIA H100 |" in text
+    assert "launch_us: 3.1 (measured) against the model's 4.0 (0.775x)" in text
+    (tmp_path / "gpu_check" / "gpu_check.json").write_text("{not json")
+    with pytest.raises(bench.BenchError, match="not JSON"):
+        measured_section(tmp_path)
