@@ -14,7 +14,8 @@ Data movement becomes explicit (`prism.expr.tensor_terms` gives the meaning of e
 
 Grid and loop sizes stay opaque axis names, so one proof covers every size; an axis of constant
 size 1 is left out (a split into one part, a copy onto one block and a sum over one block are
-identities). Axis names are distinct per custom kernel (`gx`, `F`; `gx1`, `F1`; ...).
+identities), a redtox chunk axis of one chunk too. Axis names are distinct per custom kernel
+(`gx`, `F`; `gx1`, `F1`; ...).
 
 Maps must be concrete (else `VerifyError`: instantiate them first), and each row may split one
 data dim at most: a row with two 1s is no program (`SpecError`), never read as its first 1.
@@ -186,11 +187,15 @@ def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Di
         elif op.kind in ACCUMULATOR_KINDS:
             x = env[op.inputs[0]]
             last = leaf(len(bg.shape(op.inputs[0])) - 1)
-            chunk = ""
+            chunk, kind = "", op.kind
             if op.kind == "redtox_ld_sum":
-                chunk = names.name(f"k{chunks}", bg.shape(op.inputs[0])[-1] / op.attr["dimx"])
-                chunks += 1
-            env[op.outputs[0]] = accumulator_term(op.kind, x, loop, last, chunk, op.attr)
+                size = bg.shape(op.inputs[0])[-1] / op.attr["dimx"]
+                if _is_one(size):   # one chunk: its sum is the chunk, as a grid axis of 1
+                    kind = "nored"
+                else:
+                    chunk = names.name(f"k{chunks}", size)
+                    chunks += 1
+            env[op.outputs[0]] = accumulator_term(kind, x, loop, last, chunk, op.attr)
         elif op.outputs[0] in post:
             args = []
             for name in op.inputs:

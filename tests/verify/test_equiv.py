@@ -362,3 +362,18 @@ def test_a_refuted_candidate_claims_no_missing_identity(corpus_dir):
     verdict = verify(target, wrong.graph)
     assert verdict.verdict == "not_equivalent"
     assert verdict.gap is None and "missing" not in verdict.reason
+
+
+def test_a_chunk_sum_of_one_chunk_is_its_input(corpus_dir):
+    """gqa_bs1[0] with kernel 1's numerators summed over the key splits (omap row → -1) instead
+    of concatenated: kernel 2's redtox_ld_sum then sums one chunk of 64, which is the identity
+    (its chunk axis has size 1 and is left out, as a grid axis of 1 is). The oracle: random
+    testing finds the edit changes nothing. Before, the gap named exactly this identity."""
+    graphs = import_mirage(corpus_dir / "gqa_bs1.json")
+    target = workload_at("gqa", graphs[0])
+    edit = next(m for m in mutants(graphs[0])
+                if m.description == "block op 9 of custom kernel 3: omap row 1 2 → -1")
+    assert random_test(target, edit.graph, seed=7).equal
+    verdict = verify(target, edit.graph)
+    assert verdict.verdict == "equivalent", verdict.reason
+    replay(target, edit.graph, verdict)
