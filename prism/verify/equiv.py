@@ -38,7 +38,7 @@ from prism.expr.terms import Term
 from prism.ir.graph import KernelGraph
 from prism.ir.spec import problems
 from prism.verify.randomized import random_test
-from prism.verify.translate import translate
+from prism.verify.translate import Translation, translate
 
 
 @dataclass(frozen=True)
@@ -155,10 +155,7 @@ def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _
     except PrismError as e:  # a graph the terms cannot express is no program to prove
         return Verdict("invalid", "translate", clock(),
                        reason=f"the candidate cannot be translated: {e}")
-    # Symbolic: every axis size is the variable of its name, so conditions hold for all sizes.
-    sizes = {**tgt.sizes, **cand.sizes} if concrete else {}
-    analysis = TensorAnalysis(dict(zip(tgt.inputs, (target.shape(t) for t in target.inputs),
-                                       strict=True)), sizes)
+    analysis = proof_analysis(target, tgt, cand, concrete)
     egraph = EGraph(analysis)
     pairs = [(egraph.add(c), egraph.add(t)) for c, t in zip(cand.terms, tgt.terms, strict=True)]
     report: RunReport | None = None
@@ -190,6 +187,21 @@ def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _
                          "candidate": str(egraph.extract(gap[0])),
                          "target": str(egraph.extract(gap[1]))})
     return None
+
+
+def proof_analysis(target: KernelGraph, tgt: Translation, cand: Translation, concrete: bool
+                   ) -> TensorAnalysis:
+    """The tensor analysis a proof runs (and is replayed) under. Concrete: every axis has its
+    size. Symbolic: an axis whose size is a constant is opaque, the variable of its own name, so
+    the proof holds for every size; an axis whose size is an expression in the graph's size
+    variables keeps that expression (a kernel 2 chunk axis of (64·s)/64 = s positions has as many
+    as the kernel 1 grid axis of s that wrote the chunks), so the proof holds for every value of
+    those variables, and a condition relating the two axes' sizes sees that they are equal."""
+    sizes = {**tgt.sizes, **cand.sizes}
+    if not concrete:
+        sizes = {name: size for name, size in sizes.items() if not size.is_const}
+    return TensorAnalysis(dict(zip(tgt.inputs, (target.shape(t) for t in target.inputs),
+                                   strict=True)), sizes)
 
 
 def _fallback(target: KernelGraph, candidate: KernelGraph, clock: _Clock, notes: list[str],

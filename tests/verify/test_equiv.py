@@ -19,7 +19,7 @@ from prism.ir.graph import Map
 from prism.ir.infer import infer_shapes
 from prism.ir.serialize import save
 from prism.ir.spec import problems
-from prism.verify.equiv import Limits, verify
+from prism.verify.equiv import Limits, proof_analysis, verify
 from prism.verify.mutate import mutants
 from prism.verify.randomized import modular_test, random_test
 from prism.verify.translate import translate
@@ -43,9 +43,7 @@ def replay(target, candidate, verdict):
     concrete = verdict.sizes == "concrete"
     tgt = translate(target)
     cand = translate(candidate, input_names=tgt.inputs, concrete_sizes=concrete)
-    analysis = TensorAnalysis({n: target.shape(t) for n, t in zip(tgt.inputs, target.inputs,
-                                                                    strict=True)},
-                              cand.sizes if concrete else {})
+    analysis = proof_analysis(target, tgt, cand, concrete)
     for steps, start, end in zip(verdict.steps, cand.terms, tgt.terms, strict=True):
         check_explanation(list(steps), rules(), start, end, analysis)
 
@@ -377,3 +375,59 @@ def test_a_chunk_sum_of_one_chunk_is_its_input(corpus_dir):
     verdict = verify(target, edit.graph)
     assert verdict.verdict == "equivalent", verdict.reason
     replay(target, edit.graph, verdict)
+
+
+def split_key(splits="s", loop=1, b=2, n=256, d=64, keys=4096):
+    """Split-key attention written with the builder, the split count a size variable: kernel 1
+    gives each of `splits` blocks per batch a slice of the keys and writes its partial numerator
+    (concatenated along the head dim) and its row sum (one column per split); kernel 2 sums the
+    numerators' chunks of d (redtox_ld_sum) and the row sums, and divides."""
+    g = Graph()
+    Q, K, V = g.input("Q", (b, n, d)), g.input("K", (b, d, keys)), g.input("V", (b, keys, d))
+    k1 = Block(grid=(b, splits), forloop_range=loop)
+    q = k1.input(Q, imap=(0, -1), fmap=-1)
+    k = k1.input(K, imap=(0, 2), fmap=2)
+    v = k1.input(V, imap=(0, 1), fmap=1)
+    e = k1.apply("exp", k1.apply("matmul", q, k))
+    num, den = k1.accum(k1.apply("matmul", e, v)), k1.accum(e, "red_ld_sum")
+    k1.output(num, omap=(0, 2))
+    k1.output(den, omap=(0, 2))
+    parts, sums = g.customized(k1)
+    k2 = Block(grid=(b,), reduction_dimx=d)
+    pn, pd = k2.input(parts, imap=(0,), fmap=-1), k2.input(sums, imap=(0,), fmap=-1)
+    k2.output(k2.apply("div", k2.accum(pn, "redtox_ld_sum"), k2.accum(pd, "red_ld_sum")),
+              omap=(0,))
+    (o,) = g.customized(k2)
+    g.output(o)
+    return g.build()
+
+
+@pytest.mark.parametrize("loop", [1, "F"])
+def test_a_split_key_program_is_proved_for_every_split_count(loop):
+    """Kernel 2's chunk axis has (d·s)/d = s positions, as many as kernel 1's split axis: the
+    symbolic proof sees it (`proof_analysis`) and red-resplit joins them, for every s (and every
+    loop range). Oracle: random testing at several split counts."""
+    target, candidate = WORKLOADS["gqa"].graph, split_key(loop=loop)
+    assert {str(d) for d in candidate.shape(candidate.ops[3].outputs[0])} >= {"64*s"}
+    verdict = verify(target, candidate)
+    assert verdict.verdict == "equivalent", verdict.reason
+    assert verdict.sizes == "symbolic"
+    assert "red-resplit" in {s.rule for s in verdict.steps[0]}
+    replay(target, candidate, verdict)
+    env = {"F": 2} if loop == "F" else {}
+    for s in (2, 8, 16):
+        assert random_test(target, candidate, assignments=[{"s": s, **env}]).equal
+
+
+def test_mutants_of_a_symbolic_split_key_program_are_never_proven():
+    target, candidate = WORKLOADS["gqa"].graph, split_key()
+    found = list(mutants(candidate))
+    assert {"wrong-accumulator", "wrong-omap", "wrong-imap"} <= {m.kind for m in found}
+    refuted = 0
+    for m in found:
+        verdict = verify(target, m.graph, Limits(seconds=3.0))
+        if verdict.verdict == "equivalent":     # only an edit that changes nothing
+            assert random_test(target, m.graph, seed=7,
+                               assignments=[{"s": 2}, {"s": 8}]).equal, m.description
+        refuted += verdict.verdict == "not_equivalent"
+    assert refuted >= 10
