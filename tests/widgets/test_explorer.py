@@ -302,8 +302,11 @@ def test_100000_events_stay_cheap():
     assert sum(state.rule_counts().values()) == state.status_counts()["pruned"]
     assert view.page_label.value.startswith(f"page {state.pages('hardware')} /")
     assert "reason" in view.detail.value
-    assert state_s < 3.0
-    assert view_s < 5.0
+    # Bounds that catch a quadratic walk (10^10 steps at 100,000 events: hours), not a speed
+    # figure: those belong to benchmarks. At 3 s and 5 s this failed on a loaded 2-core machine
+    # (4.9 s for the state while other tests ran beside the suite).
+    assert state_s < 30.0
+    assert view_s < 60.0
     assert view._throttle.draws < 200 and not view._throttle.errors
 
 
