@@ -176,6 +176,11 @@ def _cmd_verify(args: argparse.Namespace) -> Any:
                 print(f" output {k}:\n{show_proof(steps)}")
             if verdict.reason:
                 print(f"  {verdict.reason}")
+            if verdict.gap:
+                print(f"  nearest gap (output {verdict.gap['output']}, {verdict.gap['sizes']} "
+                      f"sizes): the e-graph saturated with these two apart\n"
+                      f"    candidate: {verdict.gap['candidate']}\n"
+                      f"    target:    {verdict.gap['target']}")
             if verdict.counterexample:
                 print(f"  counterexample: {json.dumps(verdict.counterexample)}")
     out = {"target": targets[0].label, "results": results} if args.json else None

@@ -163,6 +163,18 @@ def test_verify_command_prints_the_proof(capsys, corpus_dir):
     assert "equivalent (e-graph" in out and "matmul-cols" in out and "comb-part" in out
 
 
+def test_verify_command_prints_an_unknowns_gap(capsys, corpus_dir, monkeypatch):
+    from prism.expr.axioms import AXIOMS
+    without = [a.rule() for a in AXIOMS if a.name != "red-regroup"]
+    monkeypatch.setattr("prism.verify.equiv.rules", lambda: without)
+    assert main(["verify", "gqa", str(corpus_dir / "gqa_bs1.json"), "--index", "1"]) == 3
+    out = capsys.readouterr().out
+    assert "gqa_bs1[1]: unknown" in out
+    assert "  nearest gap (output 0, concrete sizes): the e-graph saturated" in out
+    assert "    candidate: (red (red (part (part (comb " in out
+    assert "    target:    (matmul (exp (matmul Q K)) V)" in out
+
+
 def test_invalid_candidate(capsys, tmp_path):
     fused = known_best("rmsnorm_matmul", {"X": (8, 64), "W": (64, 64)})
     save(fused, tmp_path / "small.json")
