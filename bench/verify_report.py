@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 
 from prism.expr.axioms import AXIOMS
-from prism.frontend.mirage import as_mirage_defines, import_mirage
+from prism.frontend.mirage import import_mirage
 from prism.ir.graph import KernelGraph
 from prism.search.abstract import AbstractTarget
 from prism.verify.equiv import Limits, verify
@@ -33,18 +33,9 @@ from prism.verify.mutate import mutants
 from prism.verify.randomized import modular_test, random_test
 from prism.workloads import WORKLOADS
 from prism.workloads.known_best import known_best
+from prism.workloads.mirage_corpus import default_folder, target_of
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared/external/mirage_mugraphs"
-WORKLOAD_OF = {"rmsnorm_bs1": "rmsnorm_matmul", "gated_mlp": "gated_mlp", "lora": "lora",
-               "single_gated_mlp": "gated_mlp", "single_lora": "lora", "gqa_bs1": "gqa"}
-
-
-def target_for(name: str, graph: KernelGraph) -> KernelGraph:
-    w = WORKLOADS[name]
-    shapes = [tuple(d.value for d in graph.shape(t)) for t in graph.inputs]
-    return w.with_shapes(**dict(zip(w.shapes, shapes, strict=True))).graph
-
-
+CORPUS = default_folder() or Path("shared/external/mirage_mugraphs")   # beside the repository
 NODES = re.compile(r"(\d+) e-nodes in (\d+) e-classes")
 
 
@@ -56,7 +47,7 @@ def corpus_report() -> list[dict[str, object]]:
           f"({sum(a.origin == 'discovered' for a in AXIOMS)} discovered)", flush=True)
     for path in sorted(CORPUS.glob("*.json")):
         graphs = import_mirage(path)
-        target = as_mirage_defines(target_for(WORKLOAD_OF[path.stem], graphs[0]))
+        target = target_of(path.stem, graphs[0])
         verdicts, seconds, steps, nodes = collections.Counter(), [], [], []
         sizes = collections.Counter()
         for g in graphs:
@@ -103,7 +94,7 @@ def mutation_report(per_file: int) -> dict[str, object]:
     for path in sorted(CORPUS.glob("*.json")):
         graphs = import_mirage(path)
         for g in graphs[:per_file]:
-            sources.append((g.name, target_for(WORKLOAD_OF[path.stem], g), g))
+            sources.append((g.name, target_of(path.stem, g), g))
     totals: collections.Counter[str] = collections.Counter()
     kinds: collections.Counter[str] = collections.Counter()
     proven: list[str] = []

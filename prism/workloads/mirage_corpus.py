@@ -27,14 +27,19 @@ def default_folder() -> Path | None:
     return beside if beside.is_dir() else None
 
 
-def target_of(stem: str, graph: KernelGraph) -> KernelGraph:
-    """The workload of file `stem` at `graph`'s input shapes, as Mirage defines it (rms_norm
-    without an epsilon)."""
-    if stem not in FILES:
-        raise PrismError(f"{stem}.json is not a file of the Mirage corpus ({', '.join(FILES)})")
-    w = WORKLOADS[FILES[stem]]
+def workload_at(name: str, graph: KernelGraph) -> KernelGraph:
+    """Workload `name` at `graph`'s input shapes, as Mirage defines it (rms_norm without an
+    epsilon): the target a Mirage graph of that workload is proven against."""
+    w = WORKLOADS[name]
     shapes = [tuple(d.value for d in graph.shape(t)) for t in graph.inputs]
     return as_mirage_defines(w.with_shapes(**dict(zip(w.shapes, shapes, strict=True))).graph)
+
+
+def target_of(stem: str, graph: KernelGraph) -> KernelGraph:
+    """The workload of corpus file `stem` at `graph`'s input shapes (`workload_at`)."""
+    if stem not in FILES:
+        raise PrismError(f"{stem}.json is not a file of the Mirage corpus ({', '.join(FILES)})")
+    return workload_at(FILES[stem], graph)
 
 
 def pairs(folder: str | Path) -> list[tuple[str, KernelGraph, KernelGraph]]:

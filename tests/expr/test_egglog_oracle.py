@@ -32,12 +32,11 @@ from prism.ir import KernelGraph
 from prism.ir.dims import evaluate
 from prism.verify.equiv import verify
 from prism.verify.translate import translate
-from prism.workloads import WORKLOADS
+from prism.workloads import WORKLOADS, mirage_corpus
 from prism.workloads.known_best import KNOWN_BEST
 
 # Each corpus file and the workload it computes (its kn_input_op order is the workload's).
-CORPUS = {"rmsnorm_bs1": "rmsnorm_matmul", "gated_mlp": "gated_mlp",
-          "single_gated_mlp": "gated_mlp", "lora": "lora", "single_lora": "lora", "gqa_bs1": "gqa"}
+CORPUS = mirage_corpus.FILES
 Pair = tuple[str, KernelGraph, KernelGraph]  # label, target, candidate
 
 # -- helpers (bench/egglog_agreement.py uses them too) ---------------------------------------------

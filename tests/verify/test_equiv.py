@@ -13,7 +13,7 @@ from prism.expr import check_explanation
 from prism.expr.axioms import rules
 from prism.expr.tensor_terms import TensorAnalysis
 from prism.frontend.builder import Block, Graph
-from prism.frontend.mirage import as_mirage_defines, import_mirage
+from prism.frontend.mirage import import_mirage
 from prism.ir.dims import bit, const
 from prism.ir.graph import Map
 from prism.ir.infer import infer_shapes
@@ -23,11 +23,10 @@ from prism.verify.equiv import Limits, proof_analysis, verify
 from prism.verify.mutate import mutants
 from prism.verify.randomized import modular_test, random_test
 from prism.verify.translate import translate
-from prism.workloads import WORKLOADS
+from prism.workloads import WORKLOADS, mirage_corpus
 from prism.workloads.known_best import KNOWN_BEST, known_best
 
-CORPUS = {"rmsnorm_bs1": "rmsnorm_matmul", "gated_mlp": "gated_mlp", "lora": "lora",
-          "single_gated_mlp": "gated_mlp", "single_lora": "lora", "gqa_bs1": "gqa"}
+CORPUS = mirage_corpus.FILES
 # One custom kernel: proved for every grid size and loop range. gqa_bs1's split-KV programs are
 # two kernels whose tensor between them has the size of kernel 1's grid in it: their proofs use
 # those sizes (a concrete proof), as the graph does.
@@ -59,11 +58,7 @@ def test_every_hand_fused_kernel_is_proven(name):
     replay(target, fused, verdict)
 
 
-def workload_at(name, graph):
-    """The workload at the shapes of Mirage's graph, as Mirage defines it (no epsilon)."""
-    w = WORKLOADS[name]
-    shapes = [tuple(d.value for d in graph.shape(t)) for t in graph.inputs]
-    return as_mirage_defines(w.with_shapes(**dict(zip(w.shapes, shapes, strict=True))).graph)
+workload_at = mirage_corpus.workload_at
 
 
 @pytest.mark.parametrize("stem", sorted(CORPUS))
