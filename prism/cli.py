@@ -259,7 +259,7 @@ def _search_config(args: argparse.Namespace, base: Any = None) -> Any:
     kw: dict[str, Any] = {"budget_s": args.budget, "seed": args.seed,
                           "disabled": frozenset(args.disable or ()), "device": args.device}
     for name in ("max_block_ops", "max_kernel_ops", "max_accumulators", "max_block_inputs",
-                 "max_custom_kernels", "max_families"):
+                 "max_block_outputs", "max_custom_kernels", "max_families"):
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)
     if args.grid_dims:
@@ -872,6 +872,8 @@ def _search_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--max-kernel-ops", type=_count)
     sp.add_argument("--max-accumulators", type=_count)
     sp.add_argument("--max-block-inputs", type=_count)
+    sp.add_argument("--max-block-outputs", type=_count,
+                    help="tensors one block graph may store (default 1, Prism's)")
     sp.add_argument("--max-custom-kernels", type=_count)
     sp.add_argument("--max-families", type=_count, help="stop after this many families")
     sp.add_argument("--grid-dims", type=_grid_dims, help="grid-dim counts to try, e.g. 1,2")

@@ -55,6 +55,7 @@ class SearchConfig:
     max_block_ops: int = 11
     max_accumulators: int = 3
     max_block_inputs: int = 3
+    max_block_outputs: int = 1                  # tensors one block graph stores; Prism's: 1
     grid_dims: tuple[int, ...] = (1, 2, 3)
     block_ops: tuple[str, ...] = BLOCK_OPS
     accumulators: tuple[str, ...] = ACCUMULATORS
@@ -104,12 +105,14 @@ class SearchConfig:
                      "max_accumulators", "max_block_inputs", "split_depth"):
             if getattr(self, name) < 1:
                 out.append(f"{name} is {getattr(self, name)}; caps must be ≥ 1")
+        if self.max_block_outputs < 1:
+            out.append(f"max_block_outputs is {self.max_block_outputs}; caps must be ≥ 1")
         if not self.grid_dims or any(k not in (1, 2, 3) for k in self.grid_dims):
             out.append(f"grid_dims {self.grid_dims} must be a non-empty subset of 1, 2, 3")
         for what, names, allowed in (
                 ("block op", self.block_ops, set(BLOCK_VOCABULARY)),
                 ("accumulator", self.accumulators, {"nored", "red_ld_sum", "red_ld_mean",
-                                                    "red_ld_rms"}),
+                                                    "red_ld_rms", "redtox_ld_sum"}),
                 ("kernel op", self.kernel_ops, set(KERNEL_VOCABULARY))):
             bad = [n for n in names if n not in allowed or n not in OPS]
             if bad:
@@ -141,7 +144,10 @@ class SearchConfig:
         return {"max_kernel_ops": self.max_kernel_ops,
                 "max_custom_kernels": self.max_custom_kernels,
                 "max_block_ops": self.max_block_ops, "max_accumulators": self.max_accumulators,
-                "max_block_inputs": self.max_block_inputs, "grid_dims": list(self.grid_dims),
+                "max_block_inputs": self.max_block_inputs,
+                **({"max_block_outputs": self.max_block_outputs}
+                   if self.max_block_outputs != 1 else {}),
+                "grid_dims": list(self.grid_dims),
                 "block_ops": list(self.block_ops), "accumulators": list(self.accumulators),
                 "kernel_ops": list(self.kernel_ops), "disabled": sorted(self.disabled),
                 "budget_s": self.budget_s, "max_families": self.max_families,

@@ -3,7 +3,8 @@
 At kernel level a node adds a kernel: a custom kernel (choose its inputs among the kernel
 tensors and its number of grid dims, then build its block graph) or, when the vocabulary allows,
 a pre-defined kernel op. Inside a block graph a node adds one block op or accumulator, or closes
-the block (its one unconsumed, post-loop tensor is stored through a symbolic omap). Grid sizes,
+the block (its unconsumed tensors, all post-loop and at most `max_block_outputs` of them, are
+stored through symbolic omaps). Grid sizes,
 the loop range and every map entry stay symbolic; shapes match symbolically (`dims_match`) and
 each match is recorded as an `Equality`.
 
@@ -25,6 +26,15 @@ In the concrete mode (`SearchConfig.concrete`, `prism.search.concrete`) opening 
 makes one family per concrete choice of its sizes and input maps, and closing it one per
 output map, as Mirage's search does; the ops in between are generated under each.
 
+Several kernels (`max_custom_kernels` ≥ 2): a block may also close with a *split*: grid dim 0
+splits a sum, each block stores its partial sums, concatenated along the last dim (the kernel
+tensor's last dim is the data dim times that grid size; `Tensor.split`), and the next kernel, a
+custom one, reads them and sums them with `redtox_ld_sum` (chunks of the stored width) or
+`red_ld_sum` (a last dim of 1) before anything else reads them: split-key attention as in
+Mirage's gqa μGraphs, two launches. A kernel tensor nothing reads ends no program, the last
+kernel reads every such tensor, and a non-last kernel never stores a copy of an input. Custom
+kernels reading most inputs are tried first, so one-kernel programs come early.
+
 Every node is a `Family`; `Generator.visit` hands it to the rules (`prism.search.pruning`) and the
 driver hears every decision through its callbacks.
 """
@@ -37,9 +47,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from prism.errors import PrismError, ShapeError
+from prism.expr.terms import Term
 from prism.ir.dims import dim
 from prism.ir.graph import Map
-from prism.ir.ops import OPS
+from prism.ir.ops import OPS, data_dim
 from prism.search.concrete import OPEN_PARAMS, OpenChoice, omap_choices, open_choices
 from prism.search.config import SearchConfig
 from prism.search.pruning import (
@@ -143,6 +154,8 @@ class Generator:
     def kernel_level(self, kernel: KernelState, parent: str | None) -> None:
         outputs = self._outputs(kernel)
         if outputs is not None and kernel.kernels:
+            if _unused(kernel, outputs):
+                return      # a kernel tensor nothing reads: the program without it is found
             fam_id = parent or "root"
             self.cb.complete(Family(fam_id, parent, "kernel", "complete", "complete program",
                                     kernel, None, None), outputs)
@@ -170,6 +183,8 @@ class Generator:
         """The kernel tensors that compute the target's outputs (latest first), if all do."""
         found: dict[int, int] = {}
         for i in range(len(kernel.tensors) - 1, kernel.num_inputs - 1, -1):
+            if kernel.tensors[i].split:
+                continue
             k = self.ctx.output_index(kernel.tensors[i])
             if k is not None and k not in found:
                 found[k] = i
@@ -178,16 +193,32 @@ class Generator:
 
     def _kernel_extensions(self, kernel: KernelState) -> Iterator[tuple[object, ...]]:
         n = len(kernel.tensors)
+        # Partial sums are summed by the next kernel, a custom one that reads them all; the
+        # last kernel the caps allow reads every kernel tensor nothing reads yet.
+        unused = set(_unused(kernel, ()))
+        last = kernel.kernels + 1 >= self.cfg.max_kernel_ops or (
+            kernel.custom + 1 >= self.cfg.max_custom_kernels and not self.cfg.kernel_ops)
+        splits = unused if last else unused & {i for i, t in enumerate(kernel.tensors)
+                                               if t.split}
         if kernel.custom < self.cfg.max_custom_kernels:
-            for size in range(1, min(self.cfg.max_block_inputs, n) + 1):
+            sizes = range(1, min(self.cfg.max_block_inputs, n) + 1)
+            if self.cfg.max_custom_kernels > 1:
+                # Several kernels: the kernels reading most inputs first, so one-kernel
+                # programs come early and their incumbent bounds the rest (`cost_bound`).
+                sizes = sizes[::-1]
+            for size in sizes:
                 for operands in itertools.combinations(range(n), size):
                     key = (tuple(sorted(operands, reverse=True)), 0, operands)
-                    if key <= kernel.last_key:
+                    if key <= kernel.last_key or not splits <= set(operands):
                         continue
                     yield ("customized", operands, key, {})
+        if splits:
+            return
         for kind in self.cfg.kernel_ops:
             for a, attrs in enumerate(self.ctx.target.choices(kind)):
                 for operands in _operand_tuples(kind, n):
+                    if any(kernel.tensors[i].split for i in operands):
+                        continue        # partial sums: only a custom kernel sums them
                     op_key: tuple[object, ...] = (tuple(sorted(operands, reverse=True)),
                                                   self.kvocab[kind], operands, a)
                     if op_key > kernel.last_key:
@@ -295,6 +326,9 @@ class Generator:
             accumulator = OPS[kind].category == "accum"
             if accumulator and block.accumulators >= self.cfg.max_accumulators:
                 continue
+            if kind == "redtox_ld_sum":     # its chunk width: the split tile's data dim
+                yield from self._redtox_extensions(block)
+                continue
             for a, attrs in enumerate(self.ctx.target.choices(kind)):
                 for operands in _operand_tuples(kind, n):
                     key = (tuple(sorted(operands, reverse=True)), self.vocab[kind], operands, a)
@@ -306,61 +340,123 @@ class Generator:
                     if accumulator and (True in posts or (
                             kind != "nored" and block.tensors[operands[0]].shape[-1] == dim(1))):
                         continue            # never after the loop; never reduce a last dim of 1
+                    if not _sums_splits(kind, [block.tensors[i] for i in operands]):
+                        continue
                     yield (kind, operands, key, attrs)
+
+    def _redtox_extensions(self, block: BlockState) -> Iterator[tuple[object, ...]]:
+        """`redtox_ld_sum` on each split tile not yet summed, folding its last dim into chunks
+        of the width each block stored: the sum of the partial sums."""
+        for i, t in enumerate(block.tensors):
+            if not t.split or i in block.consumed:
+                continue
+            width = data_dim(t.shape[-1])
+            if not width.is_const or width == dim(1):
+                continue            # a last dim of 1: red_ld_sum sums it
+            key = ((i,), self.vocab["redtox_ld_sum"], (i,), 0)
+            if key > block.last_key:
+                yield ("redtox_ld_sum", (i,), key, {"dimx": width.value})
 
     def _try_close(self, kernel: KernelState, block: BlockState, kernel_key: tuple[object, ...],
                    parent: str) -> None:
-        pending = block.open_tensors
-        if len(pending) != 1 or not block.tensors[pending[0]].post:
-            return                      # one stored tensor, after the loop
+        pending = tuple(block.open_tensors)
+        if not 1 <= len(pending) <= self.cfg.max_block_outputs or \
+                not all(block.tensors[i].post for i in pending):
+            return                      # the stored tensors: every one waiting, after the loop
         # The same block graph in the same kernel graph, reached by another order of its ops.
         signature = (kernel.ops, block.signature())
         if signature in self.seen:
             return
         self.seen.add(signature)
+        if kernel.custom + 1 < self.cfg.max_custom_kernels and any(
+                not block.tensors[i].term.args and self.ctx.output_index(block.tensors[i])
+                is None for i in pending):
+            return      # it stores a copy of an input: read the input instead, one kernel less
         sources = [next(t for t in kernel.tensors if t.name == s) for s in block.sources]
         fixed = block.choice is not None and block.choice.grid_dims is not None
+        names = ", ".join(block.tensors[i].name for i in pending)
         for k in ((len(block.grid),) if fixed else self.cfg.grid_dims):
             try:        # the grid dims fixed at the open: the block as it is
                 replayed = block if fixed else block.replay(k, sources)
             except PrismError:
                 continue
-            for child, omap in self._closes(kernel, replayed, sources, pending[0], kernel_key):
-                new = child.tensors[-1]
+            for child, omap, split in self._closes(kernel, replayed, sources, pending,
+                                                   kernel_key):
+                made = child.tensors[len(child.tensors) - len(pending):]
+                stored = ", ".join(t.name for t in made)
+                how = "symbolic omap" if omap is None else f"omap {omap}"
+                if split is not None:
+                    how = (f"partial sums over grid dim {split} ({replayed.grid[split]}), "
+                           "concatenated along the last dim")
                 fam = Family(self._new_id(), parent, "close", "customized",
-                             f"store {block.tensors[pending[0]].name} as kernel tensor "
-                             f"{new.name}, {k} grid dim(s), "
-                             f"{'symbolic omap' if omap is None else f'omap {omap}'}",
-                             child, None, new)
+                             f"store {names} as kernel tensor{'s' if len(made) > 1 else ''} "
+                             f"{stored}, {k} grid dim(s), {how}", child, None, made[-1])
                 if self.visit(fam):
                     self.kernel_level(child, fam.id)
 
     def _closes(self, kernel: KernelState, replayed: BlockState, sources: list[Tensor],
-                output: int, kernel_key: tuple[object, ...]
-                ) -> Iterator[tuple[KernelState, Map | None]]:
-        """The kernel graphs with the block closed: one with a symbolic omap, or in the
-        concrete mode one per output map that stores the data shape."""
+                outputs: tuple[int, ...], kernel_key: tuple[object, ...]
+                ) -> Iterator[tuple[KernelState, Map | None, int | None]]:
+        """The kernel graphs with the block closed: one with symbolic omaps, or in the
+        concrete mode one per output map that stores the data shape; then, when a later
+        custom kernel may sum them, one per grid dim that splits a reduction (`split`)."""
         if replayed.choice is None and "omap" not in self.cfg.concrete:
             try:
-                child = kernel.with_custom(replayed, output, kernel_key)
+                yield kernel.with_custom(replayed, outputs, kernel_key), None, None
             except PrismError:
                 return
-            yield child, None
+            # Partial sums over grid dim 0 (any other is the same program with the grid
+            # dims permuted: map instantiation keeps that dim in place, `maps._canonical`),
+            # of tensors that sum something (else no map splits a sum over the grid).
+            if kernel.custom + 1 < self.cfg.max_custom_kernels and all(
+                    _sums(replayed.tensors[i].term) for i in outputs):
+                try:
+                    yield kernel.with_custom(replayed, outputs, kernel_key, split=0), None, 0
+                except PrismError:
+                    return
             return
+        if len(outputs) != 1:
+            return              # the concrete mode stores one tensor, as Mirage's search does
         try:
-            want = replayed.data_shape(output, sources)
+            want = replayed.data_shape(outputs[0], sources)
         except PrismError:
             return
-        tile = replayed.tensors[output].shape
+        tile = replayed.tensors[outputs[0]].shape
         omaps: list[Map | None] = [None]
         if "omap" in self.cfg.concrete:
             omaps = [Map.concrete(om, len(tile)) for om in omap_choices(tile, replayed.grid, want)]
         for omap in omaps:
             try:
-                child = kernel.with_custom(replayed, output, kernel_key, omap, want)
+                child = kernel.with_custom(replayed, outputs, kernel_key, omap, want)
             except PrismError:
                 continue
-            yield child, omap
+            yield child, omap, None
+
+
+SUMMING = frozenset({"matmul", "sum"})
+
+
+def _sums(term: Term) -> bool:
+    """Whether a tensor's abstract expression sums something (a matmul or a sum)."""
+    return any(t.head in SUMMING for _, t in term.subterms())
+
+
+def _unused(kernel: KernelState, outputs: tuple[int, ...]) -> list[int]:
+    """The kernel tensors (inputs aside) that no op reads and no output is."""
+    read = {name for op in kernel.ops for name in op.inputs}
+    return [i for i in range(kernel.num_inputs, len(kernel.tensors))
+            if i not in outputs and kernel.tensors[i].name not in read]
+
+
+def _sums_splits(kind: str, args: list[Tensor]) -> bool:
+    """Whether `kind` may apply to `args`: a split tile (a load of partial sums) is read only
+    by the accumulator that sums it (`red_ld_sum` when the data's last dim is 1, else
+    `redtox_ld_sum`, `_redtox_extensions`), and `redtox_ld_sum` reads only split tiles."""
+    if not any(t.split for t in args):
+        return kind != "redtox_ld_sum"
+    if len(args) != 1:
+        return False
+    return kind == ("red_ld_sum" if data_dim(args[0].shape[-1]) == dim(1) else "redtox_ld_sum")
 
 
 def _shown(attrs: dict[str, object]) -> str:

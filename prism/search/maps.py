@@ -130,13 +130,21 @@ def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
                 for name in bits:
                     del env[name]
 
+    # A kernel that reads partial sums (a source whose shape names an earlier kernel's grid
+    # size: a split close's, `KernelState.with_custom`) sums them once, so it has no loop.
+    splits = any(d.free_vars() for shape in sources for d in shape)
+    # a grid dim the stored shapes name (a split close's partial sums) stays in place
+    pinned = frozenset(p for p, g in enumerate(bg.grid) if g.free_vars() & frozenset().union(
+        *(d.free_vars() for shape in outputs for d in shape)))
     for picked in assign(0):
         grid_used = [p for p in range(k) if any(imap[p] >= 0 for imap, _ in picked)]
         if len(grid_used) < k and k > 1:
             continue                  # collapses into the family with fewer grid dims
-        if not _canonical([imap for imap, _ in picked], k):
+        if not _canonical([imap for imap, _ in picked], k, pinned):
             continue
         loop_used = any(f >= 0 for _, f in picked)
+        if loop_used and splits:
+            continue                  # every iteration would add the partial sums again
         if any(g.is_const and (g == const(1)) == (p in grid_used) for p, g in enumerate(bg.grid)) \
                 or (bg.forloop_range.is_const and (bg.forloop_range == const(1)) == loop_used):
             continue                  # a concrete size: another family's program (its docstring)
@@ -263,10 +271,14 @@ def free_bits(e: Equality) -> set[str]:
     return set(bit_names(e.a) | bit_names(e.b))
 
 
-def _canonical(imaps: list[tuple[int, ...]], k: int) -> bool:
-    """Lexicographically smallest under every permutation of the grid dims."""
+def _canonical(imaps: list[tuple[int, ...]], k: int, pinned: frozenset[int] = frozenset()
+               ) -> bool:
+    """Lexicographically smallest under every permutation of the grid dims that keeps the
+    `pinned` ones in place."""
     flat = tuple(imaps)
     for perm in itertools.permutations(range(k)):
+        if any(perm[p] != p for p in pinned):
+            continue
         permuted = tuple(tuple(imap[p] for p in perm) for imap in imaps)
         if permuted < flat:
             return False

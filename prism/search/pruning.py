@@ -87,7 +87,9 @@ class Context:
         """Which target output a kernel tensor may be. With the abstract-expression rule on,
         the one whose expression equals it under the axioms; with it off (or audited), any
         output of the same shape — the verifier alone decides, so an audit of that rule does
-        not lean on the e-graph it audits."""
+        not lean on the e-graph it audits. Partial sums (`Tensor.split`) are no output."""
+        if tensor.split:
+            return None
         if self.shape_outputs:
             shapes = self.target.output_shapes
             return next((i for i, s in enumerate(shapes) if s == tensor.shape), None)
@@ -105,7 +107,8 @@ Rule = Callable[[Context, Family], Pruned | None]
 
 def cannot_close(ctx: Context, fam: Family) -> Pruned | None:
     # Each op adds one tensor and consumes at most two, so it lowers the count of tensors
-    # waiting for a consumer by at most one; a block graph stores exactly one of them.
+    # waiting for a consumer by at most one; a block graph stores every one of them, and
+    # stores at most `max_block_outputs`.
     if fam.level != "block" or fam.block is None:
         return None
     return cannot_close_counts(ctx, fam.block.compute_ops, len(fam.block.open_tensors))
@@ -114,11 +117,11 @@ def cannot_close(ctx: Context, fam: Family) -> Pruned | None:
 def cannot_close_counts(ctx: Context, compute_ops: int, pending: int) -> Pruned | None:
     """`cannot_close` on a block graph of `compute_ops` ops with `pending` tensors waiting."""
     remaining = ctx.config.max_block_ops - compute_ops
-    if pending - 1 <= remaining:
+    if pending - ctx.config.max_block_outputs <= remaining:
         return None
     return Pruned("cannot_close", f"{pending} tensors wait for a consumer but only {remaining} "
                   f"more op(s) fit the cap of {ctx.config.max_block_ops}: the block graph can "
-                  "never store exactly one",
+                  f"never store at most {ctx.config.max_block_outputs}",
                   {"pending": pending, "remaining": remaining, "claim": "no_equivalent"})
 
 
@@ -164,7 +167,7 @@ def dead_end_output(ctx: Context, fam: Family) -> Pruned | None:
         return Pruned("dead_end_output", f"no kernel can follow (caps) and {fam.new.name} has "
                       "no target output's shape", {"shape": str(fam.new.shape),
                                                    "claim": "no_equivalent"})
-    if ctx.target.output_index(fam.new.term) is not None:
+    if not fam.new.split and ctx.target.output_index(fam.new.term) is not None:
         return None
     return Pruned("dead_end_output", f"no kernel can follow (caps) and {fam.new.name} = "
                   f"{fam.new.term} is not a target output{_limit_note(ctx)}",

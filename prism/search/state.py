@@ -43,6 +43,10 @@ class Tensor:
     term: Term
     post: bool = False            # after the loop (block tensors only)
     loads: frozenset[int] = frozenset()   # the block's input tiles it reads (block tensors)
+    # Partial sums, one per block of a split over a grid dim, concatenated along the last dim
+    # (a kernel tensor a split close stored, or a block's load of one): no program's output
+    # until a later kernel sums them (`redtox_ld_sum`, or `red_ld_sum` of a last dim of 1).
+    split: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,8 @@ class BlockState:
                 else _unsplit(Map.symbolic(f"f_{tile}", 1, rank), ones)
             shape = _tile_shape(src.shape, imap, fmap, grid, loop)
             ops.append(Op.make("input", (), (tile,), {"imap": imap, "fmap": fmap}))
-            tensors.append(Tensor(tile, shape, src.term, loads=frozenset({len(tensors)})))
+            tensors.append(Tensor(tile, shape, src.term, loads=frozenset({len(tensors)}),
+                                  split=src.split))
         return BlockState(kernel, grid, loop, tuple(s.name for s in sources), tuple(ops),
                           tuple(tensors), choice=choice)
 
@@ -118,6 +123,11 @@ class BlockState:
             eqs += tuple(Equality(d, _unwalked(d), name) for t in args if not t.post
                          for i in sorted(t.loads) for d in self.tensors[i].shape
                          if _unwalked(d) != d)
+        if args[0].split:
+            # the partial sums are summed whole: no map splits their last dim
+            last = self.tensors[operands[0]].shape[-1]
+            if _unsplit_dim(last) != last:
+                eqs += (Equality(last, _unsplit_dim(last), name),)
         loads = frozenset().union(*(t.loads for t in args))
         return replace(
             self, ops=(*self.ops, Op.make(kind, (self.tensors[i].name for i in operands),
@@ -148,6 +158,10 @@ class BlockState:
             # a concrete fmap: what the symbolic search states as an equality (the loop must
             # not walk a tile read after the loop, `extend`) is decided here
             raise ShapeError(f"{self.name_of(kind)}: reads after the loop a tile the loop walks")
+        if self.tensors[operands[0]].split:
+            # Summing a split's partial sums: at the trivial instantiation (one block, so one
+            # partial sum) the sum is the one partial sum, whatever the maps.
+            return shape, self.tensors[operands[0]].term
         return shape, _op_term(kind, tuple(self.tensors[i].term for i in operands),
                                len(shapes[0]), tuple(sorted(attrs.items())))
 
@@ -184,8 +198,9 @@ class BlockState:
         """Tensors nothing consumes yet: what the block would store if it closed now."""
         return [i for i in range(len(self.tensors)) if i not in self.consumed]
 
-    def output_map(self, tile: Tensor) -> Map:
-        suffix = str(self.kernel) if self.kernel else ""
+    def output_map(self, tile: Tensor, j: int = 0) -> Map:
+        """Output `j`'s symbolic omap."""
+        suffix = (str(self.kernel) if self.kernel else "") + (f"_{j}" if j else "")
         return Map.symbolic(f"o_out{suffix}", len(self.grid), len(tile.shape))
 
     def data_shape(self, index: int, sources: list[Tensor]) -> Shape:
@@ -202,12 +217,14 @@ class BlockState:
     def block_graph(self, outputs: tuple[int, ...] = (), omap: Map | None = None) -> BlockGraph:
         """The block graph, storing `outputs` through symbolic omaps (or `omap`)."""
         ops = list(self.ops)
-        for i in outputs:
+        for j, i in enumerate(outputs):
             t = self.tensors[i]
             ops.append(Op.make("output", (t.name,), (),
-                               {"omap": omap if omap is not None else self.output_map(t)}))
+                               {"omap": omap if omap is not None else self.output_map(t, j)}))
+        dimx = [op.attr["dimx"] for op in self.ops if op.kind == "redtox_ld_sum"]
         return BlockGraph(self.grid, self.loop, tuple(ops),
-                          tuple((t.name, t.shape) for t in self.tensors))
+                          tuple((t.name, t.shape) for t in self.tensors),
+                          **({"reduction_dimx": dimx[0]} if dimx else {}))
 
     def signature(self) -> tuple[object, ...]:
         ops = (self.sources, len(self.grid),
@@ -269,6 +286,13 @@ def _unsplit(m: Map, dims: list[int]) -> Map:
 
 
 @functools.cache
+def _unsplit_dim(d: Dim) -> Dim:
+    """Tile dim `d` with every map bit 0: the dim when no map splits it."""
+    bits = bit_names(d)
+    return substitute(d, dict.fromkeys(bits, 0)) if bits else d
+
+
+@functools.cache
 def _unwalked(d: Dim) -> Dim:
     """Tile dim `d` with its loop bits 0: what it is when the loop does not walk it."""
     loop_bits = {n for n in bit_names(d) if n.startswith("f_")}
@@ -298,18 +322,26 @@ class KernelState:
         return replace(self, tensors=(*self.tensors, Tensor(name, shape, term)),
                        ops=(*self.ops, op), last_key=key, kernels=self.kernels + 1)
 
-    def with_custom(self, block: BlockState, output: int, key: tuple[object, ...],
-                    omap: Map | None = None, shape: Shape | None = None) -> KernelState:
-        """The kernel graph with `block` as a custom kernel storing tensor `output` as a
-        kernel tensor of its data shape (`shape` when given: the concrete mode's), through a
-        symbolic omap (or `omap`)."""
-        tile = block.tensors[output]
-        name = f"t{len(self.tensors)}"
-        if shape is None:
-            shape = tuple(data_dim(d) for d in tile.shape)
-        op = Op.make("customized", block.sources, (name,),
-                     block=block.block_graph((output,), omap))
-        return replace(self, tensors=(*self.tensors, Tensor(name, shape, tile.term)),
+    def with_custom(self, block: BlockState, outputs: tuple[int, ...], key: tuple[object, ...],
+                    omap: Map | None = None, shape: Shape | None = None,
+                    split: int | None = None) -> KernelState:
+        """The kernel graph with `block` as a custom kernel storing the tensors at `outputs`
+        as kernel tensors of their data shapes (`shape` when given: the concrete mode's, one
+        output), through symbolic omaps (or `omap`). With `split`, grid dim `split` is a split
+        of a reduction: each block stores partial sums, concatenated along the last dim (the
+        kernel tensor's last dim is the data dim times that grid size), and the kernel
+        tensors are `split` ones that a later kernel must sum."""
+        made = []
+        for j, output in enumerate(outputs):
+            tile = block.tensors[output]
+            whole = shape if shape is not None else tuple(data_dim(d) for d in tile.shape)
+            if split is not None:
+                whole = (*whole[:-1], whole[-1] * block.grid[split])
+            made.append(Tensor(f"t{len(self.tensors) + j}", whole, tile.term,
+                               split=split is not None))
+        op = Op.make("customized", block.sources, tuple(t.name for t in made),
+                     block=block.block_graph(outputs, omap))
+        return replace(self, tensors=(*self.tensors, *made),
                        ops=(*self.ops, op), last_key=key, kernels=self.kernels + 1,
                        custom=self.custom + 1,
                        equalities=self.equalities + block.equalities)
