@@ -154,7 +154,7 @@ class Generator:
     def kernel_level(self, kernel: KernelState, parent: str | None) -> None:
         outputs = self._outputs(kernel)
         if outputs is not None and kernel.kernels:
-            if _unused(kernel, outputs):
+            if self.cfg.max_custom_kernels > 1 and _unused(kernel, outputs):
                 return      # a kernel tensor nothing reads: the program without it is found
             fam_id = parent or "root"
             self.cb.complete(Family(fam_id, parent, "kernel", "complete", "complete program",
@@ -196,10 +196,10 @@ class Generator:
         # Partial sums are summed by the next kernel, a custom one that reads them all; the
         # last kernel the caps allow reads every kernel tensor nothing reads yet.
         unused = set(_unused(kernel, ()))
-        last = kernel.kernels + 1 >= self.cfg.max_kernel_ops or (
-            kernel.custom + 1 >= self.cfg.max_custom_kernels and not self.cfg.kernel_ops)
-        splits = unused if last else unused & {i for i, t in enumerate(kernel.tensors)
-                                               if t.split}
+        partial = unused & {i for i, t in enumerate(kernel.tensors) if t.split}
+        last = self.cfg.max_custom_kernels > 1 and not self.cfg.kernel_ops and \
+            kernel.custom + 1 >= self.cfg.max_custom_kernels
+        splits = unused if last else partial
         if kernel.custom < self.cfg.max_custom_kernels:
             sizes = range(1, min(self.cfg.max_block_inputs, n) + 1)
             if self.cfg.max_custom_kernels > 1:
@@ -212,7 +212,7 @@ class Generator:
                     if key <= kernel.last_key or not splits <= set(operands):
                         continue
                     yield ("customized", operands, key, {})
-        if splits:
+        if partial:
             return
         for kind in self.cfg.kernel_ops:
             for a, attrs in enumerate(self.ctx.target.choices(kind)):

@@ -26,6 +26,7 @@ grid dim (or loop) splits nothing in the member (else the member is another fami
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
@@ -37,6 +38,7 @@ from prism.ir.ops import bit_names, infer_shape
 from prism.search.state import Equality
 
 MapChoice = tuple[tuple[int, ...], int]     # (imap per grid dim, fmap), -1 for none
+_GRID_SIZE = re.compile(r"g[xyz]\d*$")       # a grid size the search names (`state.GRID_NAMES`)
 
 
 def row_choices(grid_dims: int, rank: int) -> list[tuple[int, ...]]:
@@ -132,7 +134,8 @@ def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
 
     # A kernel that reads partial sums (a source whose shape names an earlier kernel's grid
     # size: a split close's, `KernelState.with_custom`) sums them once, so it has no loop.
-    splits = any(d.free_vars() for shape in sources for d in shape)
+    splits = any(_GRID_SIZE.match(n) for shape in sources for d in shape
+                 for n in d.free_vars())
     # a grid dim the stored shapes name (a split close's partial sums) stays in place
     pinned = frozenset(p for p, g in enumerate(bg.grid) if g.free_vars() & frozenset().union(
         *(d.free_vars() for shape in outputs for d in shape)))
