@@ -44,7 +44,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from prism.errors import PrismError, ShapeError
 from prism.expr.terms import Term
@@ -183,8 +183,6 @@ class Generator:
         """The kernel tensors that compute the target's outputs (latest first), if all do."""
         found: dict[int, int] = {}
         for i in range(len(kernel.tensors) - 1, kernel.num_inputs - 1, -1):
-            if kernel.tensors[i].split:
-                continue
             k = self.ctx.output_index(kernel.tensors[i])
             if k is not None and k not in found:
                 found[k] = i
@@ -193,13 +191,14 @@ class Generator:
 
     def _kernel_extensions(self, kernel: KernelState) -> Iterator[tuple[object, ...]]:
         n = len(kernel.tensors)
-        # Partial sums are summed by the next kernel, a custom one that reads them all; the
-        # last kernel the caps allow reads every kernel tensor nothing reads yet.
+        # Partial sums are summed by the next kernel, a custom one that reads them all; in a
+        # search of several custom kernels, the last kernel the caps allow reads every kernel
+        # tensor nothing reads yet.
         unused = set(_unused(kernel, ()))
-        partial = unused & {i for i, t in enumerate(kernel.tensors) if t.split}
-        last = self.cfg.max_custom_kernels > 1 and not self.cfg.kernel_ops and \
-            kernel.custom + 1 >= self.cfg.max_custom_kernels
-        splits = unused if last else partial
+        partial = {i for i in unused if kernel.tensors[i].split}
+        last = self.cfg.max_custom_kernels > 1 and self.ctx.last_kernel(
+            replace(kernel, kernels=kernel.kernels + 1, custom=kernel.custom + 1))
+        required = unused if last else partial
         if kernel.custom < self.cfg.max_custom_kernels:
             sizes = range(1, min(self.cfg.max_block_inputs, n) + 1)
             if self.cfg.max_custom_kernels > 1:
@@ -209,16 +208,17 @@ class Generator:
             for size in sizes:
                 for operands in itertools.combinations(range(n), size):
                     key = (tuple(sorted(operands, reverse=True)), 0, operands)
-                    if key <= kernel.last_key or not splits <= set(operands):
+                    if key <= kernel.last_key or not required <= set(operands):
                         continue
                     yield ("customized", operands, key, {})
         if partial:
-            return
+            return                  # only a custom kernel sums partial sums
         for kind in self.cfg.kernel_ops:
             for a, attrs in enumerate(self.ctx.target.choices(kind)):
                 for operands in _operand_tuples(kind, n):
-                    if any(kernel.tensors[i].split for i in operands):
-                        continue        # partial sums: only a custom kernel sums them
+                    if any(kernel.tensors[i].split for i in operands) or \
+                            not required <= set(operands):
+                        continue
                     op_key: tuple[object, ...] = (tuple(sorted(operands, reverse=True)),
                                                   self.kvocab[kind], operands, a)
                     if op_key > kernel.last_key:
@@ -319,6 +319,7 @@ class Generator:
 
     def _block_extensions(self, block: BlockState) -> Iterator[tuple[object, ...]]:
         n = len(block.tensors)
+        sums_splits = any(t.split for t in block.tensors[:len(block.sources)])
         # Accumulators are tried first: every block graph stores a post-loop tensor, so the
         # programs that close soonest are reached soonest (the order of trying, not the
         # canonical order, which stays the vocabulary's).
@@ -340,19 +341,24 @@ class Generator:
                     if accumulator and (True in posts or (
                             kind != "nored" and block.tensors[operands[0]].shape[-1] == dim(1))):
                         continue            # never after the loop; never reduce a last dim of 1
-                    if not _sums_splits(kind, [block.tensors[i] for i in operands]):
+                    if sums_splits and not _sums_splits(kind,
+                                                        [block.tensors[i] for i in operands]):
                         continue
                     yield (kind, operands, key, attrs)
+
+    def _custom_may_follow(self, kernel: KernelState) -> bool:
+        """Whether a custom kernel may follow the one `kernel` is closing (the caps)."""
+        return kernel.custom + 1 < self.cfg.max_custom_kernels and \
+            kernel.kernels + 1 < self.cfg.max_kernel_ops
 
     def _redtox_extensions(self, block: BlockState) -> Iterator[tuple[object, ...]]:
         """`redtox_ld_sum` on each split tile not yet summed, folding its last dim into chunks
         of the width each block stored: the sum of the partial sums."""
-        for i, t in enumerate(block.tensors):
-            if not t.split or i in block.consumed:
-                continue
+        for i, t in enumerate(block.tensors[:len(block.sources)]):
             width = data_dim(t.shape[-1])
-            if not width.is_const or width == dim(1):
-                continue            # a last dim of 1: red_ld_sum sums it
+            if i in block.consumed or not width.is_const or \
+                    not _sums_splits("redtox_ld_sum", [t]):
+                continue
             key = ((i,), self.vocab["redtox_ld_sum"], (i,), 0)
             if key > block.last_key:
                 yield ("redtox_ld_sum", (i,), key, {"dimx": width.value})
@@ -368,7 +374,7 @@ class Generator:
         if signature in self.seen:
             return
         self.seen.add(signature)
-        if kernel.custom + 1 < self.cfg.max_custom_kernels and any(
+        if self._custom_may_follow(kernel) and any(
                 not block.tensors[i].term.args and self.ctx.output_index(block.tensors[i])
                 is None for i in pending):
             return      # it stores a copy of an input: read the input instead, one kernel less
@@ -408,7 +414,7 @@ class Generator:
             # Partial sums over grid dim 0 (any other is the same program with the grid
             # dims permuted: map instantiation keeps that dim in place, `maps._canonical`),
             # of tensors that sum something (else no map splits a sum over the grid).
-            if kernel.custom + 1 < self.cfg.max_custom_kernels and all(
+            if self._custom_may_follow(kernel) and all(
                     _sums(replayed.tensors[i].term) for i in outputs):
                 try:
                     yield kernel.with_custom(replayed, outputs, kernel_key, split=0), None, 0

@@ -7,7 +7,8 @@ order of cost, each switchable off by name (`SearchConfig.disabled`), each audit
 (`prism search --audit-rule NAME`, `prism.search.audit`).
 
     cannot_close         no_equivalent  more tensors wait for a consumer than the op cap leaves
-                                        ops for: the block graph can never store exactly one
+                                        ops for: the block graph can never store them
+                                        (at most `max_block_outputs`, default one)
     dead_end_inputs      no_equivalent  the last kernel the caps allow cannot read an input
                                         the target's remaining outputs depend on
     dead_end_output      no_equivalent  no kernel can follow and the kernel tensor just made
@@ -121,7 +122,7 @@ def cannot_close_counts(ctx: Context, compute_ops: int, pending: int) -> Pruned 
         return None
     return Pruned("cannot_close", f"{pending} tensors wait for a consumer but only {remaining} "
                   f"more op(s) fit the cap of {ctx.config.max_block_ops}: the block graph can "
-                  f"never store at most {ctx.config.max_block_outputs}",
+                  f"never be left with at most {ctx.config.max_block_outputs} to store",
                   {"pending": pending, "remaining": remaining, "claim": "no_equivalent"})
 
 
@@ -167,7 +168,7 @@ def dead_end_output(ctx: Context, fam: Family) -> Pruned | None:
         return Pruned("dead_end_output", f"no kernel can follow (caps) and {fam.new.name} has "
                       "no target output's shape", {"shape": str(fam.new.shape),
                                                    "claim": "no_equivalent"})
-    if not fam.new.split and ctx.target.output_index(fam.new.term) is not None:
+    if ctx.target.output_index(fam.new.term) is not None:
         return None
     return Pruned("dead_end_output", f"no kernel can follow (caps) and {fam.new.name} = "
                   f"{fam.new.term} is not a target output{_limit_note(ctx)}",
