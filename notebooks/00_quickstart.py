@@ -151,12 +151,15 @@ bench = Workbench(workload, device=DEVICE, measure="model", budget_s=BUDGET_S,
 bench.run()
 
 # %% [markdown]
-# `join()` waits for the run to end and returns the same kind of result as `prism.superoptimize`.
-# The search is deterministic, so the workbench should arrive at the same winner as the run above.
-# The cell below checks this rather than assuming it.
+# `await bench.wait()` waits for the run to end and returns the same kind of result as
+# `prism.superoptimize`. It waits without blocking the notebook's kernel, so the explorer's pause
+# and cancel buttons still act while this cell runs. (Pausing stops the run's budget clock too;
+# a cancelled run keeps the best kernel it found, labelled as unchecked.) The search is
+# deterministic, so the workbench should arrive at the same winner as the run above. The cell
+# below checks this rather than assuming it.
 
 # %%
-live = bench.join()
+live = await bench.wait()
 print(f"workbench best: {live.best.latency_us:.2f} µs {live.best.latency_kind} "
       f"({live.best.config})")
 print("same winner as prism.superoptimize:", live.best.config == result.best.config)

@@ -42,7 +42,6 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -286,12 +285,14 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any 
     builder `Graph`) for `device`, measuring with `measure` (`model`, `interpret` or `cuda`);
     the search's tasks run on `executor` (`prism.search.executors`). The program runs in `dtype`
     (float16, bfloat16 or float32; None: the workload's, float16 for a graph): every stage counts
-    its bytes, and the winner is checked in it, within its tolerance."""
-    started = time.perf_counter()
+    its bytes, and the winner is checked in it, within its tolerance. The budget runs on
+    `tracer.budget`, a clock that stands still while a live view holds the run paused."""
     runner = executor if isinstance(executor, Executor) else Executor(executor)
     _check_arguments(device=device, measure=measure, budget_s=budget_s, out=out,
                      search_config=search_config, checkpoint=checkpoint, max_trials=max_trials,
                      tracer=tracer, cancel=cancel, db=db, label=label, interrupt=interrupt)
+    tracer = tracer or Tracer()
+    started = tracer.budget.now()
     graph, workload, name = _resolve(target)
     name = label or name
     from prism.ir.dtypes import get_dtype
@@ -315,7 +316,7 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any 
     folder = OutputFolder(out, "--out") if out is not None else None
     try:
         result = _run(graph, workload, name, spec, measure, budget_s, search_config, checkpoint,
-                      max_trials, compile_ptx, tracer or Tracer(), cancel, interrupt, db, runner,
+                      max_trials, compile_ptx, tracer, cancel, interrupt, db, runner,
                       folder, started)
     except BaseException as e:
         if folder is not None:          # the previous results stay; this run's go beside them
@@ -361,7 +362,7 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
             summary.update({"configs": len(configs),
                             "candidates": len({c.candidate for c in configs})})
         with tracer.stage("tune") as summary:
-            left = max(30.0, budget_s - (time.perf_counter() - started))
+            left = max(30.0, budget_s - (tracer.budget.now() - started))
             result.tuning = tune(configs, backend, spec, tracer=tracer, max_trials=max_trials,
                                  compile_ptx=compile_ptx, db=db, budget_s=left, cancel=cancel)
             summary.update(result.tuning.summary())
@@ -371,7 +372,8 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
         with tracer.stage("check") as summary:
             # the best finalist that is proved and does not fail its check (a check that could
             # not run says so); one set aside is scored inf, as in tuning
-            finalists = result.tuning.ranked()[:MAX_CHECKED]
+            cancelled = cancel is not None and cancel.is_set()
+            finalists = result.tuning.ranked()[:MAX_CHECKED] or _by_model(result)
             for trial in itertools.chain(finalists, _last_resort(
                     result, finalists, configs, backend, spec, tracer, db, cancel)):
                 best = _best_kernel(result, trial, spec)
@@ -379,7 +381,9 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
                     _set_aside(result, trial, "has no equivalence proof on record (no verdict "
                                f"for {best.candidate})")
                     continue
-                best.check = check_best(best, workload, result.measure)
+                # a cancel keeps the best kernel found so far, unchecked (and says so)
+                best.check = (Check.not_run("the run was cancelled before its check")
+                              if cancelled else check_best(best, workload, result.measure))
                 if best.check.status != "failed":
                     result.best = best
                     break
@@ -402,7 +406,7 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
     for err in tracer.listener_errors[seen_errors:]:    # an optional view that fell over
         where = "; ".join(getattr(err, "__notes__", []))
         result.notes.append(f"a listener failed: {type(err).__name__}: {err} ({where})")
-    result.seconds = time.perf_counter() - started
+    result.seconds = tracer.budget.now() - started     # pauses excluded, as from the budget
     if folder is not None:
         from prism.report import write_result_json
         write_result_json(result, folder.staging)
@@ -458,7 +462,7 @@ def _fused_or_partial(graph: KernelGraph, name: str, config: SearchConfig | None
     search's budget, and at least PARTIAL_SHARE of it (so a run may take that much longer
     than its budget). Not run for a checkpoint, a config that already allows kernel ops, a
     program of one op, or a cancelled run."""
-    started = time.perf_counter()
+    started = tracer.budget.now()
     from prism.search.config import KERNEL_VOCABULARY
     from prism.search.driver import expressible
     kinds = {op.kind for op in graph.ops}
@@ -483,7 +487,7 @@ def _fused_or_partial(graph: KernelGraph, name: str, config: SearchConfig | None
                 or (config is not None and config.kernel_ops)
                 or (cancel is not None and cancel.is_set())):
             return fused, fusion
-    left = max(budget_s - (time.perf_counter() - started), budget_s * PARTIAL_SHARE)
+    left = max(budget_s - (tracer.budget.now() - started), budget_s * PARTIAL_SHARE)
     base = config or search_config_for(graph, left, device)
     partial = replace(base, kernel_ops=kernel_ops, budget_s=left)
     found = _search(graph, name, partial, left, None, tracer, cancel, device, runner,
@@ -611,6 +615,21 @@ def best_summary(result: OptimizeResult) -> dict[str, Any]:
             **({"outside": result.fusion.to_json(b)["outside"]} if result.fusion else {}),
             "graph": graph_to_json(b.graph),
             "target": graph_to_json(result.graph)}
+
+
+def _by_model(result: OptimizeResult) -> list[Trial]:
+    """When tuning stopped before it measured any finalist: the finalists by the model, each
+    as its modeled latency (labelled `modeled`), so a cancelled run keeps its best kernel."""
+    assert result.tuning is not None
+    if not result.tuning.stopped:
+        return []
+    waiting = [t for t in result.tuning.finalists if t.not_measured and t.program is not None
+               and math.isfinite(t.modeled_us)]
+    if waiting:
+        result.notes.append(f"tuning stopped ({result.tuning.stopped}) before it measured any "
+                            "finalist, so the best kernel is the best by the model (modeled)")
+    return [replace(t, latency_us=t.modeled_us, kind="modeled", not_measured=None)
+            for t in sorted(waiting, key=lambda t: (t.modeled_us, t.config.id))][:MAX_CHECKED]
 
 
 def _last_resort(result: OptimizeResult, finalists: list[Trial], configs: list[Config],

@@ -12,23 +12,30 @@ families cost nothing to look at.
 
 `SearchExplorer` is the view: a rule and a status filter, one page of rows as an HTML table, the
 selected row's details, a bar chart of prunes per rule, and run / pause / step / cancel for a live
-search. It redraws at most every `REDRAW_S` seconds, from a timer thread (`Throttle`), so neither
-the search nor the kernel waits on drawing.
+search (a replayed or listening view has no run of its own, so it shows no controls). Pausing
+stops the run's budget clock (`BudgetClock`) as well as its events, so a paused search spends
+none of its time budget; the progress line says when a pause or a cancel took effect. It redraws
+at most every `REDRAW_S` seconds, from a timer thread (`Throttle`), so neither the search nor the
+kernel waits on drawing. `await explorer.wait()` waits for a live search without blocking the
+kernel's event loop (`join()` blocks it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
 import itertools
 import json
 import math
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from prism.ir.graph import KernelGraph
 from prism.trace import (
+    BudgetClock,
     CandidateRejected,
     CandidateUndecided,
     CandidateVerified,
@@ -257,6 +264,10 @@ class SearchExplorer(LiveView):
         self._start: Callable[[], None] | None = None
         self._gate = Gate()
         self._cancel = threading.Event()
+        self.budget = BudgetClock()               # a live run's budgets: still while paused
+        self._took_effect: dict[str, str] = {}    # "pause" / "cancel" → when it took effect
+        self._cancel_asked: tuple[float, int] | None = None    # (monotonic time, families)
+        self._budget_start = 0.0
         self._drawing: int | None = None          # the thread setting the widgets, if any
         self._draw_lock = threading.RLock()       # one redraw at a time (timer or kernel)
         self._throttle = Throttle(self.redraw, interval)
@@ -279,11 +290,12 @@ class SearchExplorer(LiveView):
         self.step_button = w.Button(description="step", icon="step-forward")
         self.cancel_button = w.Button(description="cancel", icon="stop")
         self.progress = w.HTML()
-        controls = w.HBox([self.run_button, self.pause_button, self.step_button,
-                           self.cancel_button, self.progress])
+        # a live run's controls; hidden until a run is prepared (a replay has none)
+        self.controls = w.HBox([self.run_button, self.pause_button, self.step_button,
+                                self.cancel_button], layout=w.Layout(display="none"))
         filters = w.HBox([self.rule, self.status, self.prev, self.page_label, self.next])
-        self.widget = w.VBox([controls, self.chart, filters, self.table, self.select,
-                              self.detail])
+        self.widget = w.VBox([w.HBox([self.controls, self.progress]), self.chart, filters,
+                              self.table, self.select, self.detail])
 
         self.rule.observe(self._on_filter, names="value")
         self.status.observe(self._on_filter, names="value")
@@ -310,7 +322,7 @@ class SearchExplorer(LiveView):
         view = cls(**kwargs)
         view.prepare(target, config)
         if paused:
-            view._gate.pause()
+            view.pause()
         view._launch()
         return view
 
@@ -329,7 +341,8 @@ class SearchExplorer(LiveView):
         """Set what `run()` starts: `job(tracer, cancel)` in a background thread, its events
         through this view's pause/step gate to this view and to `listeners` (other views)."""
         def start() -> None:
-            tracer = Tracer(keep=False)       # the states keep what the views need
+            # the states keep what the views need; the budget is this view's clock
+            tracer = Tracer(keep=False, budget=self.budget)
             tracer.subscribe(self._listen)
             for listener in listeners:
                 tracer.subscribe(listener)
@@ -338,22 +351,37 @@ class SearchExplorer(LiveView):
             except BaseException as err:  # shown in the view and kept for the caller
                 self.error = err
             finally:
+                if self._cancel_asked is not None:
+                    asked, families = self._cancel_asked
+                    self._took_effect["cancel"] = (
+                        f"took effect {time.monotonic() - asked:.1f} s after the click, "
+                        f"{self.state.generated - families} families later")
                 self._throttle.request()
 
         self._start = start
+        self.controls.layout.display = None
         self.redraw()
 
     def _launch(self) -> None:
         if self._start is None:
             raise RuntimeError("no search to run: use SearchExplorer.live(graph, config) or "
                                "prepare(graph, config) first")
+        self._budget_start = self.budget.now()
         self._thread = threading.Thread(target=self._start, name="prism-search", daemon=True)
         self._thread.start()
         self._throttle.request()
 
     def _listen(self, event: Event) -> None:
-        self._gate.wait()                 # blocks the search thread while paused
+        self._gate.wait(self._held)       # blocks the search thread while paused
         self.add(event)
+
+    def _held(self) -> None:
+        """The search thread stops at the gate: this is when the pause took effect."""
+        if "pause" not in self._took_effect:
+            self._took_effect["pause"] = (
+                f"took effect after {self.state.generated} families, "
+                f"{self.budget.now() - self._budget_start:.1f} s of the budget spent")
+            self._throttle.request()
 
     @property
     def running(self) -> bool:
@@ -363,36 +391,66 @@ class SearchExplorer(LiveView):
     def paused(self) -> bool:
         return self._gate.paused
 
-    def run(self) -> None:
-        """Start the prepared search, or resume a paused one."""
-        self._gate.resume()
+    def run(self, paused: bool = False) -> None:
+        """Start the prepared search, or resume a paused one; `paused=True` starts it held
+        at its first event (the run button, or `run()`, lets it go)."""
+        if paused:
+            self.pause()
+        else:
+            self._took_effect.pop("pause", None)
+            self._gate.resume()
+            self.budget.resume()
         if self._thread is None and self._start is not None:
             self._launch()
         self._throttle.request()
 
     def pause(self) -> None:
+        """Hold the search at its next event; its budget clock stops now."""
+        if not self._gate.paused:
+            self._took_effect.pop("pause", None)
         self._gate.pause()
+        self.budget.pause()
         self._throttle.request()
 
     def step(self, n: int = 1) -> None:
-        """Pause (if running) and let `n` more events through."""
+        """Pause (if running) and let `n` more events through (the budget clock stays
+        stopped: stepping is looking, not searching against the clock)."""
         if not self._gate.paused:
-            self._gate.pause()
+            self.pause()
         self._gate.step(n)
         self._throttle.request()
 
     def cancel(self) -> None:
         """Stop the search at its next check; it returns what it found (`complete=False`)."""
+        if not self._cancel.is_set():
+            self._cancel_asked = (time.monotonic(), self.state.generated)
         self._cancel.set()
         self._gate.resume()               # a paused search must run on to see the flag
+        self.budget.resume()
         self._throttle.request()
 
+    @property
+    def done(self) -> bool:
+        """Whether the live run has ended (False before it starts)."""
+        return self._thread is not None and not self._thread.is_alive()
+
     def join(self, timeout: float | None = None) -> Any:
-        """Wait for the live search; returns its `SearchResult` (None if it has not ended)."""
+        """Wait for the live search; returns its `SearchResult` (None if it has not ended).
+        Blocks the calling thread: in a notebook cell, `await explorer.wait()` instead."""
         if self._thread is not None:
             self._thread.join(timeout)
         self._throttle.flush()
         return self.result
+
+    async def wait(self, timeout: float | None = None, poll_s: float = 0.1) -> Any:
+        """Wait for the live search without blocking the event loop (`await explorer.wait()`
+        in a notebook cell); returns what `join()` returns."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while self._thread is not None and self._thread.is_alive():
+            if end is not None and time.monotonic() >= end:
+                break
+            await asyncio.sleep(poll_s)
+        return self.join(0)
 
     # -- drawing ---------------------------------------------------------------------------
 
@@ -464,20 +522,29 @@ class SearchExplorer(LiveView):
     def _progress_html(self) -> str:
         s = self.state
         counts = s.status_counts()
+        when = ""
         if self.error is not None:
             where = f"failed: {type(self.error).__name__}: {self.error}"
         elif self._thread is not None and self._thread.is_alive():
             where = "paused" if self._gate.paused else "running"
             if self._cancel.is_set():
-                where = "cancelling"
+                where = "cancelling (asked; waiting for the search's next check)"
+            elif self._gate.paused:
+                when = self._took_effect.get("pause", "asked; waiting for the search's next "
+                                             "event") + "; the budget clock is stopped"
         elif s.finished and s.summary is not None:
             where = ("finished" if s.summary.get("complete", True)
                      else f"stopped ({s.summary.get('stop_reason', '?')})")
+            when = self._took_effect.get("cancel", "")
         else:
             where = "ready to run" if self._start is not None else "listening"
+        if self._took_effect.get("cancel") and not when and self.done:
+            when = self._took_effect["cancel"]
         parts = ", ".join(f"{n} {k}" for k, n in counts.items())
-        return (f"<b>{_esc(where)}</b> · {s.events} events · {s.generated} families "
-                f"({parts})")
+        held = self.budget.held_s
+        paused = f" · {held:.1f} s paused, not counted" if held >= 0.05 else ""
+        return (f"<b>{_esc(where)}</b>{' (' + _esc(when) + ')' if when else ''} · "
+                f"{s.events} events · {s.generated} families ({parts}){paused}")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)

@@ -80,9 +80,13 @@ class Gate:
     def paused(self) -> bool:
         return self._paused
 
-    def wait(self) -> None:
+    def wait(self, on_hold: Callable[[], None] | None = None) -> None:
+        """Return at once when open or a step is left; else block until one is. `on_hold` is
+        called each time the caller is about to block (a pause has taken effect)."""
         with self._cond:
             while self._paused and self._steps == 0:
+                if on_hold is not None:
+                    on_hold()
                 self._cond.wait()
             if self._paused:
                 self._steps -= 1

@@ -74,6 +74,7 @@ class TuningState:
         self.roofline_us: float | None = None
         self.eager_us: float | None = None
         self.check: dict[str, Any] | None = None            # the check stage's summary
+        self.tuning: dict[str, Any] | None = None           # the tune stage's summary
 
     def add(self, event: Event) -> None:
         self.events += 1
@@ -89,6 +90,8 @@ class TuningState:
             curve = self.curves.setdefault(p.kind, [])
             curve.append(min(curve[-1], p.latency_us) if curve else p.latency_us)
             self.points.setdefault(p.kind, []).append(p)
+        elif isinstance(event, StageFinished) and event.stage == "tune":
+            self.tuning = event.summary
         elif isinstance(event, StageFinished) and event.stage == "check":
             self.check = event.summary
             self.set_bounds(roofline_us=_number(event.summary.get("roofline_us")),
@@ -155,7 +158,7 @@ class TuningMonitor(LiveView):
                 hovertemplate="%{text}<br>%{y:.4g} µs (" + kind + ")<extra></extra>"))
         for kind in MEASURE_KINDS:
             self.lines[kind] = len(traces)
-            traces.append(go.Scatter(x=[], y=[], mode="lines", name=f"best so far ({kind})",
+            traces.append(go.Scatter(x=[], y=[], mode="lines", name=f"fastest so far ({kind})",
                                      line={"shape": "hv"}, hoverinfo="skip"))
         self.roofline = len(traces)
         traces.append(go.Scatter(x=[], y=[], mode="lines", name="roofline (modeled bound)",
@@ -217,13 +220,24 @@ class TuningMonitor(LiveView):
 
 
 def _header_html(s: TuningState) -> str:
+    """One "best" only: the pipeline's (proved, and the fastest that passed its check) once
+    the check stage names it; until then the fastest point so far, called that."""
     parts = [f"{s.measurements} measurements, {len(s.failures)} failed"]
-    best = s.best()
-    if best is not None:
-        parts.append(f"best <code>{html.escape(best.config)}</code>: "
-                     f"{best.latency_us:.4g} µs ({html.escape(best.kind)})")
+    tuning = s.tuning or {}
+    if tuning.get("not_measured"):
+        parts.append(f"{tuning['not_measured']} not measured "
+                     f"({html.escape(str(tuning.get('stopped', '?')))})")
+    check = s.check or {}
+    fastest = s.best()
     if s.winner is not None:
-        parts.append(f"chosen <code>{html.escape(s.winner)}</code>")
+        latency, kind = _number(check.get("latency_us")), str(check.get("latency_kind", "?"))
+        parts.append(f"best <code>{html.escape(s.winner)}</code>"
+                     + (f": {latency:.4g} µs ({html.escape(kind)})" if latency else ""))
+    elif s.check is not None:
+        parts.append("no best kernel (none proved and passing its check)")
+    elif fastest is not None:
+        parts.append(f"fastest so far <code>{html.escape(fastest.config)}</code>: "
+                     f"{fastest.latency_us:.4g} µs ({html.escape(fastest.kind)})")
     if s.roofline_us is not None:
         parts.append(f"roofline {s.roofline_us:.4g} µs")
     if s.eager_us is not None:

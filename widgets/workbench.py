@@ -1,14 +1,17 @@
 """The workbench: the search explorer, the candidates (sGraph and proof) and the tuning monitor,
 over one stream of events.
 
-    Workbench("rmsnorm_matmul").run()          # the whole pipeline live, in a notebook cell
+    bench = Workbench("rmsnorm_matmul").run()  # the whole pipeline live, in a notebook cell
+    result = await bench.wait()                # a later cell: the kernel's loop stays free
     Workbench.from_trace("out/trace.jsonl")    # a saved run, replayed
     Workbench(...).save_html("page.html")      # a static page that needs no running kernel
 
 It is a listener like its parts: every event goes to the `SearchExplorer`, the `TuningMonitor`
 and the candidate list (verified and rejected candidates carry their sGraph JSON; the check
 stage's summary names the winner). The explorer's run / pause / step / cancel drive the whole
-pipeline (`prism.superoptimize`), which runs in a background thread.
+pipeline (`prism.superoptimize`), which runs in a background thread. Pausing stops the run's
+budget clock; cancelling keeps what was measured and the best kernel found so far (unchecked, and
+labelled so). `join()` blocks the calling thread; in a notebook, `await bench.wait()`.
 """
 
 from __future__ import annotations
@@ -100,14 +103,30 @@ class Workbench:
             return self.result.search
         self.explorer.prepare_job(job, listeners=[self._note, self.tuning.add])
 
-    def run(self) -> Workbench:
-        """Start (or resume) the pipeline in the background; the views follow it live."""
-        self.explorer.run()
+    def run(self, paused: bool = False) -> Workbench:
+        """Start (or resume) the pipeline in the background; the views follow it live.
+        `paused=True` starts it held at its first event, its budget clock stopped."""
+        self.explorer.run(paused)
         return self
 
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended (False before it starts)."""
+        return self.explorer.done
+
     def join(self, timeout: float | None = None) -> Any:
-        """Wait for the run; returns `prism.superoptimize`'s result (None if not ended)."""
+        """Wait for the run, blocking this thread; returns `prism.superoptimize`'s result (None
+        if not ended). In a notebook cell, `await bench.wait()` instead."""
         self.explorer.join(timeout)
+        return self._finished()
+
+    async def wait(self, timeout: float | None = None) -> Any:
+        """Wait for the run without blocking the kernel's event loop: `result = await
+        bench.wait()`. Returns what `join()` returns."""
+        await self.explorer.wait(timeout)
+        return self._finished()
+
+    def _finished(self) -> Any:
         self.tuning.flush()
         self._options()
         return self.result

@@ -285,7 +285,8 @@ class _Run:
                  ids: tuple[str, str] = ("f", "c")):
         self.target, self.config, self.tracer, self.cancel = target, config, tracer, cancel
         self.result = SearchResult(label, config)
-        self.start = time.perf_counter()
+        # budgets run on the tracer's clock, which stands still while a person pauses the run
+        self.start = tracer.budget.now()
         self.deadline = self.start + config.budget_s
         self.family_limit = config.max_families
         self.ids = ids                   # the prefixes of its family and candidate ids
@@ -335,7 +336,7 @@ class _Run:
     def should_stop(self) -> bool:
         if self.cancel is not None and self.cancel.is_set():
             self.stop_reason = "cancelled"
-        elif time.perf_counter() >= self.deadline:
+        elif self.tracer.budget.now() >= self.deadline:
             self.stop_reason = "time budget"
         elif self.family_limit is not None and self.result.generated >= self.family_limit:
             self.stop_reason = "family budget"
@@ -675,8 +676,8 @@ class _Run:
 
     def run_task(self, task: Task, tracer: Tracer, numbering: Numbering, deadline: float,
                  limit: int | None, cancel: _Flag | None) -> TaskOutcome:
-        """Run one task's subtree on this run's target e-graph and rules (`deadline` on the
-        perf_counter clock). The run is reset first: a task carries nothing from another."""
+        """Run one task's subtree on this run's target e-graph and rules (`deadline` on
+        `tracer.budget`'s clock). The run is reset first: a task carries nothing from another."""
         self.tracer, self.cancel, self.deadline, self.family_limit = tracer, cancel, deadline, limit
         self.result = SearchResult(self.result.target, self.config)
         self.stop_reason = None
@@ -723,7 +724,7 @@ class _Run:
                 self.generator.run(inputs)
             self.result.complete = self.stop_reason is None
             self.result.stop_reason = self.stop_reason or "exhausted"
-            self.result.seconds = time.perf_counter() - self.start
+            self.result.seconds = self.tracer.budget.now() - self.start
             summary.update(self.result.summary())
         self.tracer.emit(SearchFinished(self.result.summary()))
         return self.result
@@ -757,7 +758,8 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
     # at once; the walk then generates it again (its verdicts remembered), in order, taking
     # each task's outcome at its cut, so that every decision above the cuts (branch and
     # bound's, the family budget's) sees what a single depth-first search would have seen.
-    first = _Run(target, label, config, Tracer(keep=False), cancel, split="collect", ids=ids)
+    first = _Run(target, label, config, Tracer(keep=False, budget=tracer.budget), cancel,
+                 split="collect", ids=ids)
     session = open_session(where, (target, label, config, tracer.wants_events),
                            first.abstract, cancel)
     try:
@@ -785,7 +787,7 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
             for text in session.notes:
                 walk.note(text)
             result.executor = {**session.describe(), "tasks": len(first.tasks)}
-            result.seconds = time.perf_counter() - first.start
+            result.seconds = tracer.budget.now() - first.start
             summary.update(result.summary())
     finally:
         session.close()
@@ -829,7 +831,8 @@ def _seed(target: KernelGraph, label: str, config: SearchConfig, cancel: _Flag |
     if config.max_custom_kernels < 2:
         return None
     one = replace(config, max_custom_kernels=1, kernel_ops=(), max_families=SEED_FAMILIES)
-    run = _Run(target, label, one, Tracer(keep=False), cancel, abstract=first.abstract)
+    run = _Run(target, label, one, Tracer(keep=False, budget=first.tracer.budget), cancel,
+               abstract=first.abstract)
     run.start, run.deadline = first.start, first.deadline
     run.candidate_limit, run.stop_at_first_best = SEED_CANDIDATES, True
     inputs = [Tensor(t, target.shape(t), leaf(name))

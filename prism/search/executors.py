@@ -118,8 +118,8 @@ def run_task(job: Job, task: Task, deadline_wall: float, limit: int | None,
              stop: _Flag | None) -> TaskOutcome:
     """A task in a worker: provisional ids, the deadline as wall-clock time."""
     run = _worker_run(job)
-    deadline = time.perf_counter() + (deadline_wall - time.time())
     tracer = Tracer(keep=job.want_events)
+    deadline = tracer.budget.now() + (deadline_wall - time.time())
     out = run.run_task(task, tracer, Numbering(), deadline, limit, stop)
     out.worker = _worker_name()
     out.events = tracer.events if job.want_events else None
@@ -186,7 +186,10 @@ class Session:
         pass
 
     def _wall_deadline(self) -> float:
-        return time.time() + (self.deadline - time.perf_counter())
+        """The deadline as wall-clock time for a worker: the budget left now, on the search's
+        clock (a task already sent keeps the deadline it was sent with, paused or not)."""
+        assert self.tracer is not None
+        return time.time() + (self.deadline - self.tracer.budget.now())
 
     def _lost(self, index: int, tries: dict[int, int], why: str, hint: str = "") -> None:
         tries[index] = tries.get(index, 0) + 1

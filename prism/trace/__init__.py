@@ -20,11 +20,20 @@ from prism.trace.events import (
     event_from_json,
     event_to_json,
 )
-from prism.trace.tracer import JsonlWriter, Listener, Tracer, read_jsonl, replay, write_jsonl
+from prism.trace.tracer import (
+    BudgetClock,
+    JsonlWriter,
+    Listener,
+    Tracer,
+    read_jsonl,
+    replay,
+    write_jsonl,
+)
 
 __all__ = [
     "EVENT_TYPES",
     "MEASURE_KINDS",
+    "BudgetClock",
     "CandidateRejected",
     "CandidateUndecided",
     "CandidateVerified",

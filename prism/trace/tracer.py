@@ -39,11 +39,57 @@ class Listener(Protocol):
     def __call__(self, event: Event, /) -> None: ...
 
 
-class Tracer:
-    """Stamps `seq` and `time` on each event, keeps it (unless `keep=False`), tells listeners."""
+class BudgetClock:
+    """The clock a run's budgets are measured on: wall time, less the time a person held the
+    run paused (`pause()` … `resume()`), so that pausing a live search spends none of its
+    budget. Thread-safe: a view pauses it from one thread while the engine reads it in another.
+    """
 
-    def __init__(self, *, keep: bool = True, clock: Callable[[], float] = time.perf_counter):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held = 0.0                       # seconds paused, finished pauses only
+        self._since: float | None = None       # when the current pause began
+
+    def now(self) -> float:
+        """Seconds on the budget's clock (only differences mean anything, as with perf_counter)."""
+        with self._lock:
+            wall = time.perf_counter()
+            held = self._held + (wall - self._since if self._since is not None else 0.0)
+            return wall - held
+
+    @property
+    def paused(self) -> bool:
+        return self._since is not None
+
+    @property
+    def held_s(self) -> float:
+        """Seconds the clock has stood still so far."""
+        with self._lock:
+            now = time.perf_counter()
+            return self._held + (now - self._since if self._since is not None else 0.0)
+
+    def pause(self) -> None:
+        with self._lock:
+            if self._since is None:
+                self._since = time.perf_counter()
+
+    def resume(self) -> None:
+        with self._lock:
+            if self._since is not None:
+                self._held += time.perf_counter() - self._since
+                self._since = None
+
+
+class Tracer:
+    """Stamps `seq` and `time` on each event, keeps it (unless `keep=False`), tells listeners.
+
+    `budget` is the run's `BudgetClock`: the engine measures its time budgets on it, and a live
+    view pauses it while a person holds the run paused."""
+
+    def __init__(self, *, keep: bool = True, clock: Callable[[], float] = time.perf_counter,
+                 budget: BudgetClock | None = None):
         self.keep = keep
+        self.budget = budget or BudgetClock()
         self.events: list[Event] = []
         self.listener_errors: list[Exception] = []
         self._clock = clock

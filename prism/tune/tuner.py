@@ -24,7 +24,6 @@ import math
 import os
 import queue
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,16 +68,25 @@ class Trial:
     program: TritonProgram | None = None
     ptx: dict[str, str] = field(default_factory=dict)
     cached: bool = False
+    # why a finalist was never measured (tuning stopped before it: cancelled, budget): not a
+    # failure, and not ranked
+    not_measured: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.error is None and math.isfinite(self.latency_us)
+        return self.error is None and self.not_measured is None and \
+            math.isfinite(self.latency_us)
+
+    @property
+    def failed(self) -> bool:
+        return not self.ok and self.not_measured is None
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.config.id, "candidate": self.config.candidate,
                 "params": dict(self.config.params), "modeled_us": _num(self.modeled_us),
                 "latency_us": _num(self.latency_us), "kind": self.kind, "error": self.error,
-                "cached": self.cached}
+                "cached": self.cached,
+                **({"not_measured": self.not_measured} if self.not_measured else {})}
 
 
 def _num(x: float) -> float | None:
@@ -109,7 +117,8 @@ class TuningResult:
     def summary(self) -> dict[str, Any]:
         return {"backend": self.backend, "kind": self.kind, "screened": len(self.screened),
                 "finalists": len(self.finalists),
-                "failed": sum(1 for t in self.finalists if not t.ok),
+                "failed": sum(1 for t in self.finalists if t.failed),
+                "not_measured": sum(1 for t in self.finalists if t.not_measured),
                 "best": self.best.config.id if self.best else None,
                 "seconds": round(self.seconds, 3),
                 **({"stopped": self.stopped} if self.stopped else {})}
@@ -120,7 +129,7 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
          workers: int | None = None, db: ResultDB | None = None, budget_s: float | None = None,
          cancel: threading.Event | None = None) -> TuningResult:
     tracer = tracer or Tracer()
-    started = time.perf_counter()
+    started = tracer.budget.now()      # the budget's clock: it stands still while paused
     screened = [_screen(c, device, tracer) for c in configs]
     ranked = sorted((t for t in screened if math.isfinite(t.modeled_us)),
                     key=lambda t: (t.modeled_us, t.config.id))
@@ -131,7 +140,7 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
     def out_of_time() -> str | None:
         if cancel is not None and cancel.is_set():
             return "cancelled"
-        if budget_s is not None and time.perf_counter() - started > budget_s:
+        if budget_s is not None and tracer.budget.now() - started > budget_s:
             return "budget"
         return None
 
@@ -144,12 +153,19 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
     while waiting:
         stop = out_of_time()
         if stop:
-            # keep everything measured so far; the rest is reported, not waited for
+            # keep everything measured so far; the rest is reported, not waited for. The
+            # model's number needs no compiled kernel, so a modeled finalist is measured now;
+            # another is "not measured", which is not a failure
             result.stopped = stop
             for trial in waiting:
-                trial.error = trial.error or f"not measured: tuning stopped ({stop})"
-                trial.kind = backend.kind
-                _emit(tracer, trial, device)
+                if backend.name == "model" or trial.error is not None:
+                    _measure(trial, backend, device, db, context)
+                    if not trial.ok:
+                        _emit(tracer, trial, device)
+                else:
+                    trial.kind = backend.kind
+                    trial.not_measured = ("cancelled" if stop == "cancelled" else
+                                          "the tuning budget was spent")
             break
         try:
             trial = built.get(timeout=0.25)
@@ -162,7 +178,7 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
     if not result.stopped:
         for thread in threads:
             thread.join()
-    result.seconds = time.perf_counter() - started
+    result.seconds = tracer.budget.now() - started
     return result
 
 

@@ -215,3 +215,63 @@ def run_notebook(page, lab) -> None:
     assert proof.locator("li mark").count() >= len(names)        # the rewritten subterms
     assert proof.locator("svg text", has_text="class").count() >= 2   # the e-graph picture
     shot(page, proof.first, "proof.png")
+
+
+# A run started paused; the next cell awaits it. The kernel is busy in that cell, so the cell
+# can only end if the run button, clicked in the browser, acts while it waits.
+CONTROL_CELLS = [
+    """import prism, widgets
+from prism.search import SearchConfig
+w = prism.get_workload("rmsnorm_matmul").with_shapes(X=(8, 64), W=(64, 64))
+cfg = SearchConfig(grid_dims=(1,), max_block_ops=4, block_ops=("matmul", "div", "rms_norm"),
+                   accumulators=("nored", "red_ld_rms"), budget_s=120)
+bench = widgets.Workbench(w, search_config=cfg, max_trials=2, compile_ptx=False)
+bench.run(paused=True)
+bench.explorer.widget""",
+    """result = await bench.wait()
+print("ended:", result.search.stop_reason, "· best", result.best.config)""",
+]
+
+
+def test_the_buttons_act_while_a_later_cell_awaits_the_run(lab):
+    from playwright.sync_api import sync_playwright
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in CONTROL_CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, lab["home"] / "controls.ipynb")
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(f"{lab['url']}/lab/workspaces/controls/tree/controls.ipynb?reset")
+            page.wait_for_selector(".jp-Notebook", timeout=60_000)
+            page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
+            for _ in range(3):     # a Run All sent before the kernel connects is dropped
+                page.locator(".jp-Notebook").first.click()
+                page.get_by_role("menuitem", name="Run", exact=True).click()
+                page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+                try:
+                    outputs(page, 0).first.wait_for(timeout=30_000)
+                    break
+                except Exception:
+                    continue
+            explorer = outputs(page, 0)
+            # held at its first event, and the view says the pause took effect
+            explorer.get_by_text("took effect after 0 families").first.wait_for(
+                timeout=60_000)
+            assert "the budget clock is stopped" in (explorer.first.text_content() or "")
+            page.wait_for_timeout(1000)
+            assert outputs(page, 1).count() == 0            # the awaiting cell is still busy
+            shot(page, explorer.first, "controls-paused.png")
+            explorer.get_by_role("button", name="run").click()
+            ended = outputs(page, 1).filter(has_text="ended:")
+            ended.first.wait_for(timeout=300_000)
+            assert "ended: exhausted" in (ended.first.text_content() or "")
+            explorer.get_by_text("finished").first.wait_for(timeout=30_000)
+            assert "s paused, not counted" in (explorer.first.text_content() or "")
+        finally:
+            page.screenshot(path=str(OUTPUT / "controls.png"), full_page=True)
+            browser.close()

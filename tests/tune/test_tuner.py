@@ -108,7 +108,16 @@ def test_cancel_stops_tuning_and_keeps_what_was_screened(cases):
     result = tune(configs, ModelBackend(H100), H100, max_trials=3, compile_ptx=False,
                   cancel=stop)
     assert result.stopped == "cancelled" and len(result.screened) == len(configs)
-    assert result.best is None and all(t.error for t in result.finalists)
+    # the model's number needs no compiled kernel: a cancel keeps every modeled finalist
+    assert all(t.ok and t.latency_us == t.modeled_us for t in result.finalists)
+    assert result.best is not None and result.best.modeled_us == min(
+        t.modeled_us for t in result.screened)
+    # another backend's finalists are "not measured (cancelled)": neither failed nor ranked
+    result = tune(configs, InterpretBackend(), H100, max_trials=3, compile_ptx=False,
+                  cancel=stop)
+    assert result.best is None and not any(t.failed for t in result.finalists)
+    assert all(t.not_measured == "cancelled" for t in result.finalists)
+    assert result.summary()["not_measured"] == 3 and result.summary()["failed"] == 0
 
 
 def test_finalists_compile_for_hopper(cases):

@@ -251,6 +251,71 @@ def test_cancel_ends_a_live_search_incomplete(small, until):
     assert "cancelled" in view.progress.value
 
 
+def test_a_pause_spends_none_of_the_budget(small, until):
+    """A 3 s budget, held paused for 3.5 s after 20 events: the search still ends exhausted (it
+    needs well under 3 s unpaused), and its seconds leave the pause out. Were the pause counted,
+    it would stop on its time budget as soon as it resumed."""
+    from dataclasses import replace
+    view = SearchExplorer.live(small.graph, replace(small.config, budget_s=3.0), paused=True)
+    view.step(20)
+    until(lambda: view.state.events == 20)
+    until(lambda: "took effect after" in view._progress_html())
+    time.sleep(3.5)
+    assert "the budget clock is stopped" in view._progress_html()
+    started = time.perf_counter()
+    view.run()
+    result = view.join(timeout=120)
+    assert result.complete, result.stop_reason
+    assert view.budget.held_s >= 3.5
+    assert result.seconds < 3.0 < 3.5 + (time.perf_counter() - started)
+    assert "s paused, not counted" in view._progress_html()
+
+
+def test_a_pause_says_when_it_took_effect(small, until):
+    view = SearchExplorer.live(small.graph, small.config, paused=True)
+    until(lambda: "took effect after 0 families" in view._progress_html())
+    view.step(30)
+    until(lambda: view.state.events == 30)
+    view.run()
+    view.pause()
+    until(lambda: "took effect after" in view._progress_html())
+    text = view._progress_html()
+    families = int(text.split("took effect after ")[1].split(" families")[0])
+    time.sleep(0.3)
+    assert view.state.generated == families      # held where it said
+    view.cancel()
+    view.join(timeout=60)
+    assert "took effect" in view._progress_html() and "after the click" in view._progress_html()
+
+
+def test_await_wait_returns_the_result_without_blocking_the_loop(small):
+    import asyncio
+
+    view = SearchExplorer.live(small.graph, small.config)
+
+    async def both():
+        ticks = 0
+
+        async def tick():
+            nonlocal ticks
+            while not view.done:
+                ticks += 1
+                await asyncio.sleep(0.01)
+        result, _ = await asyncio.gather(view.wait(), tick())
+        return result, ticks
+    result, ticks = asyncio.run(both())
+    assert result is view.result and result.complete
+    assert ticks > 1                 # the loop ran other work while it waited
+
+
+def test_only_a_live_run_shows_controls(recorded, small):
+    assert SearchExplorer.from_events(recorded.events).controls.layout.display == "none"
+    assert SearchExplorer().controls.layout.display == "none"       # a listener's view
+    view = SearchExplorer()
+    view.prepare(small.workload, small.config)
+    assert view.controls.layout.display != "none"
+
+
 def test_run_starts_a_prepared_search(small):
     view = SearchExplorer()
     with pytest.raises(RuntimeError, match="no search"):

@@ -78,3 +78,51 @@ def test_save_html_is_the_page_prism_optimize_writes(small, tmp_path):
     report = (tmp_path / "run" / "report.html").read_text()
     bench = Workbench.from_trace(tmp_path / "run" / "trace.jsonl")
     assert bench.save_html(tmp_path / "bench.html").read_text() == report
+
+
+def test_cancel_keeps_the_best_kernel_found_so_far(small, until):
+    """Cancelled during its search, the run still tunes by the model what it proved, keeps its
+    best kernel (the check not run, and saying why), lists no finalist as failed, and every
+    view names the same best."""
+    import asyncio
+    bench = Workbench(small.workload, search_config=small.config, max_trials=3,
+                      compile_ptx=False)
+    bench.run()
+    until(lambda: bench.explorer.state.status_counts()["verified"] >= 1, timeout=120)
+    bench.explorer.cancel()
+    result = asyncio.run(bench.wait(timeout=300))
+    assert result.search.stop_reason == "cancelled" and not result.search.complete
+    assert result.best is not None and result.best.latency_kind == "modeled"
+    assert result.best.check.status == "not run" and "cancelled" in result.best.check.reason
+    assert not any(t.failed for t in result.tuning.finalists)
+    proved = {c.id for c in result.search.equivalent}
+    assert result.best.candidate in proved
+    assert bench.winner["best"] == result.best.config
+    header = bench.tuning.header.value
+    assert f"best <code>{result.best.config}</code>" in header and "chosen" not in header
+    assert "0 failed" in header
+    assert "took effect" in bench.explorer.progress.value
+
+
+def test_a_cancelled_tuning_lists_finalists_as_not_measured(small):
+    """Tuning cancelled before any measurement with the interpreter: every finalist is `not
+    measured (cancelled)`, none failed, and the best is the best by the model, labelled so."""
+    import threading
+
+    from prism.pipeline import superoptimize
+    from prism.trace import Tracer
+    cancel = threading.Event()
+    tracer = Tracer()
+    tracer.subscribe(lambda e: cancel.set() if isinstance(e, StageFinished)
+                     and e.stage == "instantiate" else None)
+    result = superoptimize(small.workload, search_config=small.config, measure="interpret",
+                           max_trials=3, compile_ptx=False, cancel=cancel, tracer=tracer)
+    finalists = result.tuning.finalists
+    assert finalists and all(t.not_measured == "cancelled" for t in finalists)
+    assert not any(t.failed for t in finalists)
+    assert result.tuning.summary()["not_measured"] == len(finalists)
+    assert result.tuning.summary()["failed"] == 0
+    by_model = min(finalists, key=lambda t: (t.modeled_us, t.config.id))
+    assert result.best is not None and result.best.config == by_model.config.id
+    assert result.best.latency_kind == "modeled" and result.best.latency_us == by_model.modeled_us
+    assert any("best by the model" in n for n in result.notes)
