@@ -610,7 +610,8 @@ def best_summary(result: OptimizeResult) -> dict[str, Any]:
     b = result.best
     return {"best": b.config, "candidate": b.candidate, "params": b.params,
             "latency_us": b.latency_us, "latency_kind": b.latency_kind,
-            "modeled_us": b.modeled_us, "num_kernels": b.num_kernels, **bounds,
+            "modeled_us": b.modeled_us, "num_kernels": b.num_kernels, "dtype": b.dtype,
+            **bounds,
             "proof": b.to_json()["proof"], "check": b.check.to_json(),
             **({"outside": result.fusion.to_json(b)["outside"]} if result.fusion else {}),
             "graph": graph_to_json(b.graph),

@@ -13,8 +13,11 @@ redraws at most every 0.2 s, a page at a time, so a trace of 100,000 events stay
   best so far, the roofline and eager bounds, the failures.
 - `SGraphState` / `SGraphView` (`widgets.sgraph`): a kernel graph's blocks, maps and symbolic
   tiles; an assignment's concrete tiles and which limit fails; abstract expressions.
-- `Workbench` (`widgets.workbench`): all of them over one run — live (`run()`), replayed
-  (`from_trace`), or saved as a static page (`save_html`).
+- `SourceState` / `SourceView` (`widgets.source`): a Triton module's lines grouped by the
+  block-graph op they compute; choosing an op lights its lines.
+- `Workbench` (`widgets.workbench`): all of them over one run — live (`run()`, then
+  `await bench.wait()`), replayed (`from_trace`), saved as a static page (`save_html`); its
+  winner taken away with `export()` or `out=`.
 """
 
 from widgets.explorer import SearchExplorer, SearchState

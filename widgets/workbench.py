@@ -5,10 +5,14 @@ over one stream of events.
     result = await bench.wait()                # a later cell: the kernel's loop stays free
     Workbench.from_trace("out/trace.jsonl")    # a saved run, replayed
     Workbench(...).save_html("page.html")      # a static page that needs no running kernel
+    Workbench(..., out="run/")                 # the run's kernel.py, PTX and report land there
+    bench.export("winner/")                    # the winner taken away: kernel.py, PTX, report
 
 It is a listener like its parts: every event goes to the `SearchExplorer`, the `TuningMonitor`
 and the candidate list (verified and rejected candidates carry their sGraph JSON; the check
-stage's summary names the winner). The explorer's run / pause / step / cancel drive the whole
+stage's summary names the winner; the candidates tab selects it by default and shows its id,
+latency and kind, check, proof and Triton source, each op's lines lit on choosing the op, and an
+export button). The explorer's run / pause / step / cancel drive the whole
 pipeline (`prism.superoptimize`), which runs in a background thread. Pausing stops the run's
 budget clock; cancelling keeps what was measured and the best kernel found so far (unchecked, and
 labelled so). `join()` blocks the calling thread; in a notebook, `await bench.wait()`.
@@ -16,11 +20,13 @@ labelled so). `join()` blocks the calling thread; in a notebook, `await bench.wa
 
 from __future__ import annotations
 
+import html
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from prism.errors import PrismError
 from prism.ir.graph import KernelGraph
 from prism.trace import CandidateRejected, CandidateVerified, Event, StageFinished, read_jsonl
 from widgets.explorer import SearchExplorer
@@ -32,10 +38,11 @@ WINNER = "winner"      # the candidate list's entry for the pipeline's best kern
 class Workbench:
     def __init__(self, target: Any = None, *, device: str = "h100", measure: str = "model",
                  budget_s: float = 120.0, search_config: Any = None, max_trials: int = 8,
-                 compile_ptx: bool = True):
+                 compile_ptx: bool = True, out: str | Path | None = None):
         import ipywidgets as w
 
         self.target = target
+        self.out = Path(out) if out is not None else None
         self.explorer = SearchExplorer()
         self.tuning = TuningMonitor()
         self.candidates: dict[str, CandidateVerified | CandidateRejected] = {}
@@ -45,16 +52,21 @@ class Workbench:
         self._lock = threading.Lock()
         self.choice = w.Dropdown(options=[], description="candidate")
         self.detail = w.VBox([])
+        self.export_button = w.Button(description="export the winner", icon="download",
+                                      disabled=True)
+        self.exported = w.HTML()
         self.choice.observe(lambda _: self._show(), names="value")
+        self.export_button.on_click(lambda _: self._export_clicked())
         self.widget = w.Tab(children=[self.explorer.widget,
-                                      w.VBox([self.choice, self.detail]),
+                                      w.VBox([w.HBox([self.choice, self.export_button,
+                                                      self.exported]), self.detail]),
                                       self.tuning.widget])
         for k, title in enumerate(("search", "candidates", "tuning")):
             self.widget.set_title(k, title)
         if target is not None:
             options = {"device": device, "measure": measure, "budget_s": budget_s,
                        "search_config": search_config, "max_trials": max_trials,
-                       "compile_ptx": compile_ptx}
+                       "compile_ptx": compile_ptx, "out": self.out}
             self._prepare(target, options)
 
     # -- feeding -------------------------------------------------------------------------
@@ -143,6 +155,9 @@ class Workbench:
             self.choice.options = opts
             if keep in dict((v, v) for _, v in opts):
                 self.choice.value = keep
+            elif opts and opts[0][1] == WINNER:
+                self.choice.value = WINNER        # the winner, selected by default
+        self.export_button.disabled = self.winner is None
 
     def _show(self) -> None:
         from widgets.proof import ProofView
@@ -150,12 +165,92 @@ class Workbench:
         value = self.choice.value
         children: list[Any] = []
         if value == WINNER and self.winner:
-            children.append(SGraphView(KernelGraph.from_json(self.winner["graph"])))
+            children += self._winner_views()
         elif value in self.candidates:
             event = self.candidates[value]
             assert event.graph is not None
             children += [SGraphView(KernelGraph.from_json(event.graph)), ProofView(event).widget]
         self.detail.children = children
+
+    def _winner_views(self) -> list[Any]:
+        """The winner: what it is and how fast (with the kind), its check, its sGraph, its
+        proof (the search's verdict for its candidate), its Triton source by op."""
+        import ipywidgets as w
+
+        from widgets.proof import ProofView
+        from widgets.sgraph import SGraphView
+        from widgets.source import SourceView
+        assert self.winner is not None
+        win = self.winner
+        check = win.get("check") or {}
+        why = f": {check['reason']}" if check.get("reason") else ""
+        head = (f"<h4>best kernel <code>{html.escape(str(win['best']))}</code> (candidate "
+                f"<code>{html.escape(str(win.get('candidate')))}</code>)</h4><p>"
+                f"{win['latency_us']:.4g} µs ({html.escape(str(win['latency_kind']))}) · "
+                f"{win.get('num_kernels', '?')} kernel(s) · roofline "
+                f"{win['roofline_us']:.4g} µs (modeled) · eager {win['eager_us']:.4g} µs "
+                f"(modeled) · check: {html.escape(str(check.get('status', '?')) + why)}</p>")
+        views: list[Any] = [w.HTML(head), SGraphView(KernelGraph.from_json(win["graph"]))]
+        proved = self.candidates.get(str(win.get("candidate")))
+        if isinstance(proved, CandidateVerified):
+            views.append(ProofView(proved).widget)
+        else:
+            views.append(w.HTML("<p>no proof: the input program computes itself (its ops as "
+                                "pre-defined kernels)</p>" if win.get("candidate") ==
+                                "input" else "<p>no proof of this candidate on the trace</p>"))
+        views.append(SourceView(self.winner_source()).widget)
+        return views
+
+    def winner_source(self) -> str:
+        """The winner's Triton module: the run's own, or for a replay generated again from the
+        winner's graph (the same generator, so the same text)."""
+        if self.result is not None and self.result.best is not None:
+            return str(self.result.best.triton_source)
+        if self.winner is None:
+            raise PrismError("no winner yet: run the workbench (or replay a finished run) first")
+        from prism.instantiate.codegen import generate
+        graph = KernelGraph.from_json(self.winner["graph"])
+        return generate(graph, name=str(self.winner["best"]),
+                        dtype=self.winner.get("dtype", "float16")).source
+
+    def export(self, folder: str | Path | None = None) -> dict[str, Path]:
+        """Write the winner where you can take it: `kernel.py` (its Triton module, `run(...)`
+        inside), `kernel.ptx` (when the run compiled it) and `report.html` (the run's page).
+        Default folder: the workbench's `out`, else `prism-export/<target>`."""
+        from prism.instantiate.triton_backend import strip_locations
+        from prism.report import page
+        if self.winner is None:
+            raise PrismError("no winner to export yet: wait for the run (await bench.wait())")
+        name = (KernelGraph.from_json(self.winner["graph"]).name or "run").split(".")[0]
+        if self.result is not None:
+            name = str(self.result.target)
+        where = Path(folder) if folder is not None else (
+            self.out or Path("prism-export") / name)
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+            files = {"kernel": where / "kernel.py", "report": where / "report.html"}
+            files["kernel"].write_text(self.winner_source())
+            best = self.result.best if self.result is not None else None
+            if best is not None and best.ptx:
+                files["ptx"] = where / "kernel.ptx"
+                files["ptx"].write_text("\n".join(f"// kernel {n} (sm_90)\n{strip_locations(p)}"
+                                                  for n, p in best.ptx.items()))
+            with self._lock:
+                events = list(self.events)
+            files["report"].write_text(page(events))
+        except OSError as e:
+            raise PrismError(f"cannot export to {where}: {e.strerror or e}; choose a folder you "
+                             "can write (bench.export('some/folder'))") from e
+        return files
+
+    def _export_clicked(self) -> None:
+        try:
+            files = self.export()
+        except PrismError as e:
+            self.exported.value = f"<span style='color:#b91c1c'>{html.escape(str(e))}</span>"
+            return
+        self.exported.value = "wrote " + ", ".join(
+            f"<code>{html.escape(str(p))}</code>" for p in files.values())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)

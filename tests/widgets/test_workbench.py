@@ -37,7 +37,7 @@ def test_choosing_a_candidate_shows_its_sgraph_and_proof(recorded):
     steps = verified.proof["proof"][0]
     assert all(s["axiom"] in proof.children[0].value for s in steps)
     bench.choice.value = WINNER
-    (winner,) = bench.detail.children
+    _head, winner, _proof, _source = bench.detail.children
     assert winner.state.graph.num_kernels == recorded.result.best.num_kernels
 
 
@@ -58,9 +58,9 @@ def test_save_html_writes_a_page_with_everything(recorded, tmp_path):
         assert best.verdict.steps[0][0].rule in page
 
 
-def test_a_live_run_fills_every_view(small):
+def test_a_live_run_fills_every_view(small, tmp_path):
     bench = Workbench(small.workload, search_config=small.config, max_trials=2,
-                      compile_ptx=False)
+                      compile_ptx=False, out=tmp_path / "run")
     assert bench.result is None and not bench.explorer.running
     result = bench.run().join(timeout=300)
     assert result is not None and result.best is not None
@@ -69,6 +69,9 @@ def test_a_live_run_fills_every_view(small):
     modeled = bench.tuning.state.points["modeled"]
     assert len(modeled) == sum(t.modeled_us < float("inf") for t in result.tuning.screened)
     assert {cid for cid in bench.candidates} == {c.id for c in result.search.candidates}
+    # out=: the run's own files, the winner's kernel among them; export writes the same kernel
+    assert (tmp_path / "run" / "kernel.py").read_text() == result.best.triton_source
+    assert bench.export()["kernel"].read_text() == result.best.triton_source
 
 
 def test_save_html_is_the_page_prism_optimize_writes(small, tmp_path):
@@ -126,3 +129,54 @@ def test_a_cancelled_tuning_lists_finalists_as_not_measured(small):
     assert result.best is not None and result.best.config == by_model.config.id
     assert result.best.latency_kind == "modeled" and result.best.latency_us == by_model.modeled_us
     assert any("best by the model" in n for n in result.notes)
+
+
+def test_the_winner_is_selected_and_shown_whole(recorded):
+    """Replayed, the candidates tab opens on the winner: its id, latency with its kind, its
+    check, its sGraph, its proof and its Triton source, which is the run's own text."""
+    from widgets.source import SourceView
+    bench = Workbench.from_trace(recorded.events)
+    best = recorded.result.best
+    assert bench.choice.value == WINNER
+    head, _sgraph, proof, source = bench.detail.children
+    assert f"<code>{best.config}</code>" in head.value
+    assert f"{best.latency_us:.4g} µs ({best.latency_kind})" in head.value
+    assert f"check: {best.check.status}" in head.value
+    steps = best.verdict.steps[0] if best.verdict and best.verdict.steps else []
+    assert all(step.rule in proof.children[0].value for step in steps)
+    assert bench.winner_source() == best.triton_source
+    assert isinstance(source, type(SourceView("").widget))
+
+
+def test_export_writes_a_kernel_that_runs(recorded, tmp_path):
+    """The exported kernel.py, loaded as a module, computes the program (the float64
+    interpreter of the input program, within fp16 tolerance) under Triton's interpreter."""
+    import importlib.util
+
+    import numpy as np
+    import torch
+
+    from prism.ir.interpret import interpret
+    from prism.tune.backends import random_inputs
+    bench = Workbench.from_trace(recorded.events)
+    files = bench.export(tmp_path / "winner")
+    assert set(files) == {"kernel", "report"}         # a replay has no PTX to give
+    assert files["report"].read_text() == bench.save_html(tmp_path / "page.html").read_text()
+    spec = importlib.util.spec_from_file_location("exported", files["kernel"])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    program = recorded.result.graph                  # the input program, not the winner
+    inputs = random_inputs(program)
+    want = interpret(program, *(x.astype(np.float64) for x in inputs))
+    got = module.run(*(torch.tensor(x, dtype=torch.float16) for x in inputs))
+    got = got if isinstance(got, tuple | list) else (got,)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.float().numpy(), w, rtol=2e-2, atol=2e-2)
+
+
+def test_export_before_a_winner_is_a_clear_error(tmp_path):
+    import pytest
+
+    from prism.errors import PrismError
+    with pytest.raises(PrismError, match="no winner to export"):
+        Workbench().export(tmp_path)
