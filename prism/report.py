@@ -196,6 +196,11 @@ def _plot(events: Sequence[Event], check: dict[str, Any] | None) -> str:
                    f"{_e(e.params.get('error', ''))}</td></tr>" for e in failed)
     table = (f"<table><tr><th>failed configuration</th><th>kind</th><th>error</th></tr>{rows}"
              "</table>") if failed else "<p>No configuration failed.</p>"
+    tune = next((e.summary for e in events if isinstance(e, StageFinished)
+                 and e.stage == "tune"), {})
+    if tune.get("not_measured"):        # tuning stopped before them: not failures
+        table += (f"<p>{tune['not_measured']} finalist(s) not measured: tuning stopped "
+                  f"({_e(tune.get('stopped', '?'))}).</p>")
     return "<h2>Tuning</h2>" + tuning_svg(measured, bounds) + table + _database(events)
 
 

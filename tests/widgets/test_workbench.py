@@ -129,6 +129,10 @@ def test_a_cancelled_tuning_lists_finalists_as_not_measured(small):
     assert result.best is not None and result.best.config == by_model.config.id
     assert result.best.latency_kind == "modeled" and result.best.latency_us == by_model.modeled_us
     assert any("best by the model" in n for n in result.notes)
+    from prism.report import page
+    html = page(result.trace)
+    assert f"{len(finalists)} finalist(s) not measured: tuning stopped (cancelled)" in html
+    assert "No configuration failed." in html
 
 
 def test_the_winner_is_selected_and_shown_whole(recorded):
