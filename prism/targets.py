@@ -69,10 +69,10 @@ def resolve(target: str, index: int | None = None) -> list[Target]:
 
 
 def _resolve_all(target: str) -> list[Target]:
-    from prism.workloads import WORKLOADS, get_workload
+    from prism.workloads import VARIANTS, WORKLOADS, get_workload
 
-    if target in WORKLOADS:
-        w = WORKLOADS[target]
+    if target in WORKLOADS or target in VARIANTS:
+        w = get_workload(target)
         return [Target(target, w.graph, w)]
     if ":" in target and target.rpartition(":")[0].endswith(".py"):
         w = load_workload_file(target)

@@ -40,8 +40,10 @@ leaky_relu, softplus (beta=1, threshold=20), clamp / clip / hardtanh / relu6, ma
 sum, mean, amax / amin, max / min (values only), logsumexp, over a dim, a tuple of dims or all
 (chained one-dim reductions), keepdim either way; torch.norm and linalg.vector_norm (the 2-norm);
 rms_norm and layer_norm over the last dim with eps and weight (and bias); softmax with the row max
-subtracted, log_softmax (x − logsumexp); mse_loss. Anything else is an `UnsupportedOpError` that
-names the op, the line of the user's code and the nearest supported spelling.
+subtracted, log_softmax (x − logsumexp); F.scaled_dot_product_attention (softmax(Q Kᵀ · scale +
+mask) V with an additive mask or none, no dropout, not causal); mse_loss. Anything else is an
+`UnsupportedOpError` that names the op, the line of the user's code and the nearest supported
+spelling.
 
 torch is imported inside the functions here: importing this module stays cheap.
 """
@@ -971,6 +973,39 @@ def _softmax(e: _Emit, input: Any, dim: Any = None, _stacklevel: int = 3,
     return e.binary("div", ex, e.reduce("sum", ex, dim, True), name=e.out)
 
 
+def _sdpa(e: _Emit, query: Any, key: Any, value: Any, attn_mask: Any = None,
+          dropout_p: float = 0.0, is_causal: bool = False, scale: Any = None,
+          enable_gqa: bool = False) -> _Value:
+    """F.scaled_dot_product_attention as its definition: softmax(Q Kᵀ · scale + mask) V, the
+    softmax with the row max subtracted (as torch computes it); scale defaults to 1/√E."""
+    if dropout_p:
+        raise _Refusal(f"dropout_p={dropout_p!r}: only inference is traced; pass dropout_p=0.0 "
+                       "(or trace the module in eval mode)")
+    if is_causal:
+        raise _Refusal("is_causal=True needs a causal mask, which the op table cannot state "
+                       "yet; pass the mask as an additive input instead: attn_mask=M with "
+                       "M = torch.full((L, S), float('-inf')).triu(1)")
+    if attn_mask is not None and not isinstance(attn_mask, _Value):
+        raise _Refusal("attn_mask must be a tensor the traced function computes or takes as an "
+                       "input (an additive float mask); pass it as an argument")
+    q, k, v = (_tensor(x, what) for x, what in ((query, "the query"), (key, "the key"),
+                                                (value, "the value")))
+    if enable_gqa and q.shape[:-2] != k.shape[:-2]:
+        raise _Refusal("enable_gqa with fewer key/value heads than query heads is not traced; "
+                       "repeat the key and value heads (repeat_interleave) or fold the heads "
+                       "into the rows")
+    factor = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    s = _matmul(e, q, _transpose(e, k, -2, -1), name=e.tmp("scores"))
+    if factor != 1:
+        s = e.scalar("mul_scalar", s, factor)
+    if attn_mask is not None:
+        s = e.binary("add", s, attn_mask)
+    shifted = e.binary("sub", s, e.reduce("max", s, -1, True))
+    ex = e.unary("exp", shifted)
+    probs = e.binary("div", ex, e.reduce("sum", ex, -1, True))
+    return _matmul(e, probs, v, name=e.out)
+
+
 def _log_softmax(e: _Emit, input: Any, dim: Any = None, _stacklevel: int = 3,
                  dtype: Any = None) -> _Value:
     _no_extras(dtype=dtype)
@@ -1045,6 +1080,7 @@ def _functions() -> dict[Any, Lowering]:
         F.rms_norm: _rms_norm, torch.rms_norm: _rms_norm, F.layer_norm: _layer_norm,
         torch.layer_norm: _layer_norm,
         F.softmax: _softmax, torch.softmax: _softmax,
+        F.scaled_dot_product_attention: _sdpa,
         F.log_softmax: _log_softmax, torch.log_softmax: _log_softmax, F.mse_loss: _mse_loss,
         torch.transpose: _transpose, torch.t: _t, torch.permute: _torch_permute,
         torch.reshape: _torch_reshape, torch.unsqueeze: _unsqueeze, torch.squeeze: _squeeze,

@@ -1,4 +1,6 @@
-"""The named workloads: Prism's five and Mirage's four (DESIGN.md §5), in a fixed order.
+"""The named workloads: Prism's five and Mirage's four (DESIGN.md §5), in a fixed order, and
+the safe variants of the three attention workloads (`VARIANTS`: attention as practitioners
+write it, the row max subtracted and scaled by 1/√d), which `get_workload` finds too.
 
     get_workload("rmsnorm_matmul").graph      # traced on first access
     workloads_json()                          # the listing; traces nothing
@@ -15,11 +17,14 @@ from prism.errors import UnknownWorkloadError
 from prism.frontend.workload import Workload
 from prism.workloads.library import (
     attention,
+    attention_safe,
     gated_mlp,
     gqa,
+    gqa_safe,
     lora,
     ntrans,
     qknorm_attention,
+    qknorm_attention_safe,
     rmsnorm_matmul,
     rmsnorm_mlp,
     swiglu,
@@ -30,6 +35,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     gated_mlp, lora, gqa, ntrans,                                       # Mirage's
 )}
 
+# Not among the nine (the benchmarks' rows): the safe forms of attention, qknorm_attention and gqa
+VARIANTS: dict[str, Workload] = {w.name: w for w in (
+    attention_safe, qknorm_attention_safe, gqa_safe)}
+
 DEFAULT_WORKLOAD = "rmsnorm_matmul"
 
 
@@ -37,10 +46,13 @@ def get_workload(name: str) -> Workload:
     """The workload called `name`, or an `UnknownWorkloadError` listing the known names."""
     if name in WORKLOADS:
         return WORKLOADS[name]
-    close = difflib.get_close_matches(str(name), list(WORKLOADS), n=1)
+    if name in VARIANTS:
+        return VARIANTS[name]
+    known = [*WORKLOADS, *VARIANTS]
+    close = difflib.get_close_matches(str(name), known, n=1)
     hint = f"did you mean {close[0]}? " if close else ""
     raise UnknownWorkloadError(f"unknown workload {name!r}; {hint}known workloads: "
-                               f"{', '.join(WORKLOADS)}")
+                               f"{', '.join(known)}")
 
 
 def workloads_json() -> list[dict[str, Any]]:
@@ -48,4 +60,5 @@ def workloads_json() -> list[dict[str, Any]]:
     return [w.to_json() for w in WORKLOADS.values()]
 
 
-__all__ = ["DEFAULT_WORKLOAD", "WORKLOADS", "Workload", "get_workload", "workloads_json"]
+__all__ = ["DEFAULT_WORKLOAD", "VARIANTS", "WORKLOADS", "Workload", "get_workload",
+           "workloads_json"]

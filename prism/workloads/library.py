@@ -1,4 +1,5 @@
-"""The nine named workloads of DESIGN.md §5, as torch functions with their default shapes.
+"""The nine named workloads of DESIGN.md §5, as torch functions with their default shapes, and
+the numerically safe variants of the three attention workloads (`*_safe`).
 
 The first five are Prism's evaluation (fp16 there; float64 here, for the oracle), the last four
 Mirage's benchmarks. Each carries its program text for listings and the shape sets it is studied
@@ -127,3 +128,35 @@ def gqa(Q: Tensor, K: Tensor, V: Tensor) -> Tensor:
 def ntrans(H: Tensor, X: Tensor, alpha: Tensor) -> Tensor:
     """Mirage's nTrans block: a normalised residual update."""
     return _rms_norm(X + alpha * (_rms_norm(H) + X))
+
+
+# -- the safe variants: attention as practitioners write it ---------------------------------------
+# softmax with the row max subtracted and the 1/√d scale, as torch computes it: one logit above
+# about 11 overflows fp16's exp in the plain form, none does here. K is [b, keys, d], as
+# F.scaled_dot_product_attention takes it (the IR reads it transposed, as the plain forms' K).
+
+@_entry("softmax(Q Kᵀ / √d) V  (F.scaled_dot_product_attention)", Q=0.1, K=0.1)
+@workload(Q=(2, 8, 128), K=(2, 8192, 128), V=(2, 8192, 128))
+def attention_safe(Q: Tensor, K: Tensor, V: Tensor) -> Tensor:
+    """`attention` with the max-subtracted softmax and the 1/√d scale:
+    F.scaled_dot_product_attention."""
+    import torch.nn.functional as F
+    return F.scaled_dot_product_attention(Q, K, V)
+
+
+@_entry("softmax(rms_norm(Q) Kᵀ / √d) V", Q=0.1, K=0.1)
+@workload(Q=(2, 8, 128), K=(2, 8192, 128), V=(2, 8192, 128))
+def qknorm_attention_safe(Q: Tensor, K: Tensor, V: Tensor) -> Tensor:
+    """`qknorm_attention` with the max-subtracted softmax and the 1/√d scale (d = 128), spelled
+    with torch.softmax."""
+    import torch
+    return torch.softmax(_rms_norm(Q) @ K.transpose(-2, -1) / 128 ** 0.5, dim=-1) @ V
+
+
+@_entry("S = Q Kᵀ / √d; E = exp(S − max(S, -1)); (E / sum(E, -1)) V", Q=0.1, K=0.1)
+@workload(Q=(2, 256, 64), K=(2, 4096, 64), V=(2, 4096, 64))
+def gqa_safe(Q: Tensor, K: Tensor, V: Tensor) -> Tensor:
+    """`gqa` with the max-subtracted softmax written by hand and the 1/√d scale (d = 64)."""
+    S = Q @ K.transpose(-2, -1) / 64 ** 0.5
+    E = (S - S.amax(-1, keepdim=True)).exp()
+    return (E / E.sum(-1, keepdim=True)) @ V

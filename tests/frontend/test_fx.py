@@ -15,6 +15,7 @@ from prism.ir.graph import Interface, View
 
 N, D = 4, 6
 X2 = {"x": (N, D)}
+SDPA = {"q": (2, 4, 8), "k": (2, 6, 8), "v": (2, 6, 8)}     # [batch, rows, d], [batch, keys, d]
 XY = {"x": (N, D), "y": (N, D)}
 POSITIVE = {"sqrt", "sqrt_method", "pow_half", "pow_tensor", "torch_pow_tensor",
             "pow_method_tensor", "log", "log_method"}   # cases whose inputs must be > 0
@@ -202,6 +203,9 @@ CASES = {
     "softmax": (lambda x: F.softmax(x, dim=-1), X2),
     "torch_softmax": (lambda x: torch.softmax(x, 0), X2),
     "softmax_method": (lambda x: x.softmax(dim=1), {"x": (2, N, D)}),
+    "sdpa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v), SDPA),
+    "sdpa_mask_scale": (lambda q, k, v, m: F.scaled_dot_product_attention(
+        q, k, v, attn_mask=m, scale=0.3), {**SDPA, "m": (4, 6)}),
     **SPELLINGS,
 }
 
@@ -286,7 +290,63 @@ UNSUPPORTED = {
     "data_dependent_branch": (lambda x: x if x.exp().sum(0, keepdim=True).sum(1, keepdim=True)
                               else -x, "control flow"),
     "returns_a_number": (lambda x: 3, "not a traced tensor"),
+    "sdpa_dropout": (lambda x: F.scaled_dot_product_attention(x, x, x, dropout_p=0.1),
+                     "dropout_p=0.1: only inference"),
+    "sdpa_causal": (lambda x: F.scaled_dot_product_attention(x, x, x, is_causal=True),
+                    "pass the mask as an additive input"),
 }
+
+
+def _program(graph: KernelGraph) -> list[tuple[object, ...]]:
+    """The graph's ops with tensors named by first appearance: two tracings of one program
+    give the same list whatever their tensor names."""
+    names: dict[str, str] = {}
+    out = []
+    for op in graph.ops:
+        for t in (*op.inputs, *op.outputs):
+            names.setdefault(t, f"t{len(names)}")
+        out.append((op.kind, tuple(names[t] for t in op.inputs),
+                    tuple(names[t] for t in op.outputs),
+                    json.dumps(op.attr, sort_keys=True, default=str)))
+    return out
+
+
+def test_safe_softmax_spellings_trace_to_one_program():
+    """F.scaled_dot_product_attention, torch.softmax of the scaled scores, and the
+    max-subtracted softmax written by hand are one program, and it is torch's in float64."""
+    import math
+    spellings = {
+        "sdpa": lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+        "softmax": lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(8),
+                                                 dim=-1) @ v,
+        "by_hand": lambda q, k, v: _by_hand(q @ k.mT * (1 / math.sqrt(8))) @ v,
+    }
+    programs = {}
+    for name, fn in spellings.items():
+        graph = assert_matches_torch(fn, SDPA, inputs(name, SDPA), rtol=1e-12)
+        programs[name] = _program(graph)
+    assert programs["sdpa"] == programs["softmax"] == programs["by_hand"]
+    kinds = [op[0] for op in programs["sdpa"] if op[0] not in ("input", "output")]
+    assert kinds == ["matmul", "mul_scalar", "max", "sub", "exp", "sum", "div", "matmul"]
+
+
+def _by_hand(s):
+    s = s - s.amax(-1, keepdim=True)
+    e = s.exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def test_safe_softmax_stays_finite_where_the_plain_form_overflows():
+    """Logits of magnitude 1000: the traced sdpa (max subtracted) matches torch, finite; the
+    plain exp / sum form gives nan, in float64 as in the interpreter."""
+    arrays = [a * 1000 if i < 2 else a for i, a in enumerate(inputs("sdpa", SDPA))]
+    graph = assert_matches_torch(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), SDPA,
+                                 arrays, rtol=1e-9)
+    got = graph.to_user(interpret(graph, *graph.to_ir(arrays)))[0]
+    assert np.isfinite(got).all()
+    q, k, v = (torch.from_numpy(a) for a in arrays)
+    e = (q @ k.mT / 8 ** 0.5).exp()
+    assert torch.isnan((e / e.sum(-1, keepdim=True)) @ v).any()
 
 
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))

@@ -13,7 +13,13 @@ import torch.nn.functional as F
 from prism.errors import InputError, ShapeError, UnknownWorkloadError, UnsupportedOpError
 from prism.frontend.workload import Workload, workload
 from prism.ir import interpret
-from prism.workloads import DEFAULT_WORKLOAD, WORKLOADS, get_workload, workloads_json
+from prism.workloads import (
+    DEFAULT_WORKLOAD,
+    VARIANTS,
+    WORKLOADS,
+    get_workload,
+    workloads_json,
+)
 
 NAMES = ["rmsnorm_matmul", "rmsnorm_mlp", "swiglu", "attention", "qknorm_attention",
          "gated_mlp", "lora", "gqa", "ntrans"]
@@ -215,6 +221,50 @@ def test_unknown_workload_lists_the_known_names():
     assert all(n in message for n in NAMES) and "\n" not in message
     with pytest.raises(UnknownWorkloadError, match="known workloads: rmsnorm_matmul, "):
         get_workload("transformer")
+
+
+# -- the safe variants ---------------------------------------------------------------------------
+
+def _sdpa_oracle(name, q, k, v):
+    """torch's own F.scaled_dot_product_attention in float64 (rms_norm on Q for qknorm), with
+    the plain workloads' K layout [b, d, keys] given as [b, keys, d]."""
+    q, k, v = (torch.from_numpy(np.asarray(a)) for a in (q, k, v))
+    if name.startswith("qknorm"):
+        q = F.rms_norm(q, (q.shape[-1],), eps=0.0)
+    return F.scaled_dot_product_attention(q, k, v).numpy()
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_safe_variant_is_torch_s_attention_and_the_plain_program_plus_the_shift(name):
+    w = get_workload(name)
+    assert name not in WORKLOADS and w.name == name
+    arrays = w.random_inputs(seed=1)
+    got = w.graph.to_user(interpret(w.graph, *w.graph.to_ir(arrays)))[0]
+    want = _sdpa_oracle(name, *arrays)
+    assert np.abs(got - want).max() <= 1e-12 * np.abs(want).max()
+    plain = WORKLOADS[name.removesuffix("_safe")].graph
+    kinds = [op.kind for op in w.graph.ops if op.kind not in ("input", "output")]
+    plain_kinds = [op.kind for op in plain.ops if op.kind not in ("input", "output")]
+    # the plain program with the scale and the max subtracted; the same IR inputs
+    assert [k for k in kinds if k not in ("mul_scalar", "max", "sub")] == plain_kinds
+    assert [plain.shape(t) for t in plain.inputs] == [w.graph.shape(t) for t in w.graph.inputs]
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_safe_variant_stays_finite_where_the_plain_form_overflows(name):
+    """Logits in the thousands (K scaled up, and Q where no norm undoes it): the safe program
+    is finite and torch's; the plain workload's program overflows exp, and inf / inf is nan."""
+    w = get_workload(name)
+    q, k, v = w.random_inputs(seed=2)
+    q, k = q * (1 if name.startswith("qknorm") else 10), k * 1000
+    got = w.graph.to_user(interpret(w.graph, *w.graph.to_ir([q, k, v])))[0]
+    assert np.isfinite(got).all()
+    want = _sdpa_oracle(name, q, k, v)
+    assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max()
+    plain = WORKLOADS[name.removesuffix("_safe")].graph
+    with np.errstate(all="ignore"):
+        out = interpret(plain, q, np.swapaxes(k, -1, -2), v)[0]
+    assert np.isnan(out).any()
 
 
 def test_workloads_json_is_a_json_listing():
