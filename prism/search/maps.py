@@ -113,24 +113,29 @@ def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
 
     choices: list[MapChoice] = []
 
+    # each input's (imap, fmap) choices with their map bits, computed once: the backtracking
+    # below meets every input's choices again under each choice of the inputs before it
+    options: list[list[tuple[tuple[int, ...], int, dict[str, int]]]] = []
+    for i, op in enumerate(inputs):
+        rank = len(sources[i])
+        imaps = [op.attr["imap"].as_dims()] if "imap" in fixed else row_choices(k, rank)
+        fmaps = [op.attr["fmap"].as_dims()[0]] if "fmap" in fixed else range(-1, rank)
+        fbits = {fmap: _bits(op.attr["fmap"], (fmap,)) for fmap in fmaps}
+        options.append([(imap, fmap, {**ibits, **fbits[fmap]}) for imap in imaps
+                        for ibits in (_bits(op.attr["imap"], imap),) for fmap in fmaps])
+
     def assign(i: int) -> Iterator[list[MapChoice]]:
         if i == len(inputs):
             yield list(choices)
             return
-        op = inputs[i]
-        rank = len(sources[i])
-        imaps = [op.attr["imap"].as_dims()] if "imap" in fixed else row_choices(k, rank)
-        fmaps = [op.attr["fmap"].as_dims()[0]] if "fmap" in fixed else range(-1, rank)
-        for imap in imaps:
-            for fmap in fmaps:
-                bits = {**_bits(op.attr["imap"], imap), **_bits(op.attr["fmap"], (fmap,))}
-                env.update(bits)
-                if consistent():
-                    choices.append((imap, fmap))
-                    yield from assign(i + 1)
-                    choices.pop()
-                for name in bits:
-                    del env[name]
+        for imap, fmap, bits in options[i]:
+            env.update(bits)
+            if consistent():
+                choices.append((imap, fmap))
+                yield from assign(i + 1)
+                choices.pop()
+            for name in bits:
+                del env[name]
 
     # A kernel that reads partial sums (a source whose shape names an earlier kernel's grid
     # size: a split close's, `KernelState.with_custom`) sums them once, so it has no loop.
