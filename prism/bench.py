@@ -43,7 +43,6 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from importlib import metadata
@@ -134,7 +133,7 @@ def run_bench(targets: Sequence[str], settings: BenchSettings = FULL, *,
     started = time.perf_counter()
     rows = []
     for target in targets:
-        row = _in_fresh_process(bench_row, target, settings)
+        row = _in_fresh_process(bench_row, target, settings, dead={"workload": target})
         rows.append(row)
         if progress:
             progress("row", row)
@@ -145,7 +144,8 @@ def run_bench(targets: Sequence[str], settings: BenchSettings = FULL, *,
         for target in scaling_targets:
             points = []
             for cap in scaling_caps:
-                point = _in_fresh_process(scaling_point, target, cap, settings)
+                point = _in_fresh_process(scaling_point, target, cap, settings,
+                                          dead={"workload": target, "cap": cap, "complete": False})
                 points.append(point)
                 if progress:
                     progress("scaling", point)
@@ -161,11 +161,59 @@ def run_bench(targets: Sequence[str], settings: BenchSettings = FULL, *,
             "seconds": round(time.perf_counter() - started, 2)}
 
 
-def _in_fresh_process(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
-    """`fn(*args)` in a spawned process of its own, so its peak RSS is its own."""
-    with ProcessPoolExecutor(max_workers=1,
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(fn, *args).result()
+def _in_fresh_process(fn: Callable[..., dict[str, Any]], *args: Any,
+                      dead: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`fn(*args)` in a spawned process of its own, so its peak RSS is its own. A process that
+    dies (the kernel's out-of-memory killer, a crash) gives `dead` with an `error` that says
+    how it died, so the rest of the bench still runs and is kept; an exception `fn` raises is
+    raised here."""
+    ctx = multiprocessing.get_context("spawn")
+    here, there = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(there, fn, args), daemon=True)
+    child.start()
+    there.close()
+    try:
+        status, value = here.recv()
+    except EOFError:                    # it died before it could answer
+        child.join()
+        return {**(dead or {}), "error": _died(child.exitcode), "peak_rss_mb": None}
+    finally:
+        here.close()
+    child.join()
+    if status == "raised":
+        raise value
+    return value
+
+
+def _child(conn: Any, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> None:
+    try:
+        out: tuple[str, Any] = ("ok", fn(*args))
+    except BaseException as e:  # handed to the parent, which raises it
+        out = ("raised", e)
+    try:
+        conn.send(out)
+    except Exception as e:  # an exception that does not pickle: its text, as a BenchError
+        conn.send(("raised", BenchError(f"{type(out[1]).__name__}: {out[1]} ({e})")))
+    conn.close()
+
+
+def _died(exitcode: int | None) -> str:
+    """How a bench process died, in words, with the fix."""
+    import signal
+    if exitcode is not None and exitcode < 0 and -exitcode == signal.SIGKILL:
+        return ("its process was killed (SIGKILL), most likely by the out-of-memory killer: "
+                f"it used more than this machine's {_memory_gib():.0f} GiB; rerun it alone "
+                "with a smaller --budget or --max-block-ops")
+    how = f"signal {-exitcode}" if exitcode is not None and exitcode < 0 else \
+        f"exit code {exitcode}"
+    return f"its process died ({how}) before it returned a result; rerun it alone"
+
+
+def _memory_gib() -> float:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    except (ValueError, OSError, AttributeError):
+        return float("nan")
 
 
 def bench_row(target: str, settings: BenchSettings) -> dict[str, Any]:

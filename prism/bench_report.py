@@ -181,6 +181,9 @@ def markdown(doc: Mapping[str, Any]) -> str:
                 "search |", "|---|---|---|---|---|---|---|---|"]
         for name, part in scaling["workloads"].items():
             for p in part["points"]:
+                if "error" in p:        # its process died: the row says how
+                    out.append(f"| {name} | {p['cap']} | — | — | — | — | — | {p['error']} |")
+                    continue
                 out.append(f"| {name} | {p['cap']} | {p['search_seconds']:.2f} | "
                            f"{p['families_generated']} | {p['families_kept']} | "
                            f"{p['candidates_verified']} | {p['peak_rss_mb']:.0f} | "
@@ -502,7 +505,7 @@ def figures(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     if scaling:
         data = []
         for name, part in scaling["workloads"].items():
-            pts = part["points"]
+            pts = [p for p in part["points"] if "error" not in p]
             data.append({"type": "scatter", "mode": "lines+markers", "name": f"{name} families",
                          "x": [p["cap"] for p in pts], "y": [p["families_generated"] for p in pts]})
             data.append({"type": "scatter", "mode": "lines+markers", "name": f"{name} seconds",

@@ -53,7 +53,7 @@ from prism.frontend.workload import Workload
 from prism.ir.graph import KernelGraph
 from prism.search import SearchConfig, SearchResult, search
 from prism.search.executors import Executor
-from prism.trace import Event, JsonlWriter, Tracer
+from prism.trace import Event, FamilyGenerated, FamilyPruned, JsonlWriter, Tracer
 from prism.tune import Config, ResultDB, Trial, TuningResult, make_backend, tune
 from prism.verify.equiv import Verdict
 
@@ -62,6 +62,10 @@ MAX_CHECK_STEPS = 2048     # blocks × loop iterations the interpreter runs for 
 MAX_CHECKED = 3            # finalists tried in turn when the best fails its check
 INPUT_PROGRAM = "input"    # the candidate id of the user's own program
 PARTIAL_SHARE = 0.25       # of the search's budget, kept for the partial-fusion search at least
+# Family events `result.trace` holds in memory; beyond them, only the first pruned family of each
+# rule (the report's examples). A search of millions of families would otherwise hold gigabytes
+# (ntrans at the bench's budget was killed for memory at 24 GiB). trace.jsonl keeps them all.
+MAX_TRACE_FAMILIES = 200_000
 PARTIAL_IDS = ("pf", "pc")  # its family and candidate ids, beside the fusion search's f/c
 
 CheckStatus = Literal["passed", "failed", "not run"]
@@ -291,7 +295,7 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any 
     _check_arguments(device=device, measure=measure, budget_s=budget_s, out=out,
                      search_config=search_config, checkpoint=checkpoint, max_trials=max_trials,
                      tracer=tracer, cancel=cancel, db=db, label=label, interrupt=interrupt)
-    tracer = tracer or Tracer()
+    tracer = tracer or Tracer(keep=False)   # the run keeps its own (`_Keeper`)
     started = tracer.budget.now()
     graph, workload, name = _resolve(target)
     name = label or name
@@ -335,7 +339,8 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
     """The stages in order, writing into `folder.staging` (an `OutputFolder`) when given."""
     seen_errors = len(tracer.listener_errors)
     events: list[Event] = []             # the run's own events, whatever the tracer keeps
-    listening = [tracer.subscribe(events.append)]
+    keeper = _Keeper(events)
+    listening = [tracer.subscribe(keeper)]
     writer = None
     if folder is not None:
         writer = JsonlWriter(folder.staging / "trace.jsonl",
@@ -391,6 +396,11 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
             summary.update(best_summary(result))
         result.interrupted = interrupt is not None and interrupt.is_set()
         result.trace = events           # the write stage's page reads it; later events append
+        if keeper.dropped:
+            result.notes.append(
+                f"result.trace holds the first {MAX_TRACE_FAMILIES:,} family events of "
+                f"{keeper.families:,} and one pruned example per rule after them (memory); the "
+                "search's counts are whole, and trace.jsonl (--out) holds every event")
         if folder is not None:
             if result.interrupted:
                 folder.mark("interrupted")
@@ -411,6 +421,27 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
         from prism.report import write_result_json
         write_result_json(result, folder.staging)
     return result
+
+
+class _Keeper:
+    """The run's events for `result.trace`: all of them, but past MAX_TRACE_FAMILIES family
+    events only the first of each kind the report reads (a pruned family per rule, a family
+    per search), so memory stays bounded whatever the search's size."""
+
+    def __init__(self, events: list[Event]):
+        self.events, self.families, self.dropped = events, 0, 0
+        self._seen: set[tuple[str, str, bool]] = set()
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, FamilyGenerated | FamilyPruned):
+            self.families += 1
+            key = (event.type, event.rule if isinstance(event, FamilyPruned) else "",
+                   event.id.startswith("pf"))
+            if self.families > MAX_TRACE_FAMILIES and key in self._seen:
+                self.dropped += 1
+                return
+            self._seen.add(key)
+        self.events.append(event)
 
 
 def _resolve(target: Any) -> tuple[KernelGraph, Workload | None, str]:

@@ -308,6 +308,29 @@ def test_a_users_function_is_a_row(tmp_path, capsys):
     assert row["best_latency_us"] is not None and row["latency_kind"] == "modeled"
 
 
+KILLED = USER + '''
+
+@prism.workload(X=(8, 64), W=(64, 32))
+def dies_in_its_process(X, W):
+    import multiprocessing, os, signal
+    if multiprocessing.parent_process() is not None:   # the bench's own process for the row
+        os.kill(os.getpid(), signal.SIGKILL)            # as the out-of-memory killer does
+    return torch.relu(X @ W)
+'''
+
+
+def test_a_row_whose_process_is_killed_says_so_and_the_bench_goes_on(tmp_path):
+    source = tmp_path / "mine.py"
+    source.write_text(KILLED)
+    settings = replace(bench.QUICK, max_block_ops=3, budget_s=60.0)
+    doc = bench.run_bench([f"{source}:dies_in_its_process", f"{source}:relu_proj"], settings)
+    dead, alive = doc["rows"]
+    assert dead["workload"].endswith("dies_in_its_process")
+    assert "killed (SIGKILL)" in dead["error"] and "out-of-memory" in dead["error"]
+    assert alive["workload"] == "relu_proj" and alive["best_latency_us"] is not None
+    assert "killed (SIGKILL)" in bench_report.markdown(doc)
+
+
 # -- the ablation --------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

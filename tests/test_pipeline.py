@@ -275,3 +275,26 @@ def test_a_view_that_fails_is_reported_in_the_notes_not_only_kept_in_a_list(case
     result = run_small(cases, "swiglu", max_trials=1, compile_ptx=False, tracer=tracer)
     assert result.best is not None          # a view is optional: the run goes on
     assert any("the view fell over" in n and "broken" in n for n in result.notes)
+
+
+def test_result_trace_is_bounded_and_the_report_is_still_whole(cases, tmp_path, monkeypatch):
+    """Past MAX_TRACE_FAMILIES family events, result.trace keeps one pruned example per rule;
+    the counts stay whole, the note says so, and the report made from it is the one made from
+    the complete trace file."""
+    import prism.pipeline as pipeline
+    from prism.report import page
+    monkeypatch.setattr(pipeline, "MAX_TRACE_FAMILIES", 40)
+    result = run_small(cases, "rmsnorm_matmul", max_trials=1, compile_ptx=False,
+                       out=tmp_path / "run")
+    full = list(read_jsonl(tmp_path / "run" / "trace.jsonl"))
+    families = [e for e in full if e.type in ("FamilyGenerated", "FamilyPruned")]
+    kept = [e for e in result.trace if e.type in ("FamilyGenerated", "FamilyPruned")]
+    rules = {e.rule for e in families if e.type == "FamilyPruned"}
+    assert len(families) > 40 + len(rules) + 1
+    assert kept == [e for e in families if e in kept] and len(kept) <= 40 + len(rules) + 1
+    assert {e.rule for e in kept if e.type == "FamilyPruned"} == rules
+    assert [e for e in result.trace if e.type not in ("FamilyGenerated", "FamilyPruned")] == \
+        [e for e in full if e.type not in ("FamilyGenerated", "FamilyPruned")]
+    assert any(f"first 40 family events of {len(families):,}" in n for n in result.notes)
+    assert page(result.trace) == page(full)
+    assert (tmp_path / "run" / "report.html").read_text() == page(full)
