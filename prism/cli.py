@@ -42,14 +42,19 @@ Command = Callable[[argparse.Namespace], Any]
 
 
 def _cmd_workloads(args: argparse.Namespace) -> Any:
-    from prism.workloads import workloads_json
+    from prism.workloads import VARIANTS, workloads_json
     rows = workloads_json()
+    variants = [w.to_json() for w in VARIANTS.values()]
     if args.json:
-        return {"workloads": rows}
-    width = max(len(r["name"]) for r in rows)
-    for r in rows:
-        params = ", ".join(f"{k}{list(v)}" for k, v in r["params"].items())
-        print(f"{r['name']:<{width}}  {r['program']}\n{'':<{width}}  {params}")
+        return {"workloads": rows, "variants": variants}
+    width = max(len(r["name"]) for r in (*rows, *variants))
+    for title, listed in (("", rows), ("variants (not among the nine the bench runs):",
+                                        variants)):
+        if title:
+            print(f"\n{title}")
+        for r in listed:
+            params = ", ".join(f"{k}{list(v)}" for k, v in r["params"].items())
+            print(f"{r['name']:<{width}}  {r['program']}\n{'':<{width}}  {params}")
     return None
 
 

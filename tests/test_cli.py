@@ -26,6 +26,10 @@ def test_workloads_json_lists_the_nine(capsys):
     assert names == ["rmsnorm_matmul", "rmsnorm_mlp", "swiglu", "attention", "qknorm_attention",
                      "gated_mlp", "lora", "gqa", "ntrans"]
     assert doc["workloads"][0]["params"] == {"X": [8, 1024], "W": [1024, 1024]}
+    assert [w["name"] for w in doc["variants"]] == ["attention_safe", "qknorm_attention_safe",
+                                                    "gqa_safe"]
+    assert doc["variants"][0]["params"] == {"Q": [2, 8, 128], "K": [2, 8192, 128],
+                                            "V": [2, 8192, 128]}
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="external Mirage corpus not present")
