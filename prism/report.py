@@ -45,8 +45,7 @@ def write_outputs(result: OptimizeResult, folder: Path,
     if best is not None:
         files["kernel"].write_text(best.triton_source)
         if best.ptx:
-            files["ptx"].write_text("\n".join(f"// kernel {name} (sm_90)\n{strip_locations(p)}"
-                                              for name, p in best.ptx.items()))
+            files["ptx"].write_text(ptx_text(best.ptx))
         elif best.graph.custom_ops:     # superoptimize(..., compile_ptx=False) skipped it
             files["ptx"].write_text("// not compiled: this run skipped PTX (compile_ptx=False); "
                                     "kernel.py holds the Triton kernel(s)\n")
@@ -58,6 +57,11 @@ def write_outputs(result: OptimizeResult, folder: Path,
             files.pop(key)
     files["report"].write_text(page(result.trace, result.target))
     return {k: str(final(v) if final else v) for k, v in files.items()}
+
+
+def ptx_text(ptx: dict[str, str]) -> str:
+    """A winner's PTX as `kernel.ptx` holds it: each kernel under its name, locations stripped."""
+    return "\n".join(f"// kernel {name} (sm_90)\n{strip_locations(p)}" for name, p in ptx.items())
 
 
 def write_result_json(result: OptimizeResult, folder: Path) -> None:

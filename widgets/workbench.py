@@ -195,9 +195,11 @@ class Workbench:
         if isinstance(proved, CandidateVerified):
             views.append(ProofView(proved).widget)
         else:
+            from prism.pipeline import INPUT_PROGRAM
             views.append(w.HTML("<p>no proof: the input program computes itself (its ops as "
                                 "pre-defined kernels)</p>" if win.get("candidate") ==
-                                "input" else "<p>no proof of this candidate on the trace</p>"))
+                                INPUT_PROGRAM else "<p>no proof of this candidate on the "
+                                "trace</p>"))
         views.append(SourceView(self.winner_source()).widget)
         return views
 
@@ -217,8 +219,7 @@ class Workbench:
         """Write the winner where you can take it: `kernel.py` (its Triton module, `run(...)`
         inside), `kernel.ptx` (when the run compiled it) and `report.html` (the run's page).
         Default folder: the workbench's `out`, else `prism-export/<target>`."""
-        from prism.instantiate.triton_backend import strip_locations
-        from prism.report import page
+        from prism.report import page, ptx_text
         if self.winner is None:
             raise PrismError("no winner to export yet: wait for the run (await bench.wait())")
         name = (KernelGraph.from_json(self.winner["graph"]).name or "run").split(".")[0]
@@ -233,8 +234,7 @@ class Workbench:
             best = self.result.best if self.result is not None else None
             if best is not None and best.ptx:
                 files["ptx"] = where / "kernel.ptx"
-                files["ptx"].write_text("\n".join(f"// kernel {n} (sm_90)\n{strip_locations(p)}"
-                                                  for n, p in best.ptx.items()))
+                files["ptx"].write_text(ptx_text(best.ptx))
             with self._lock:
                 events = list(self.events)
             files["report"].write_text(page(events))

@@ -966,11 +966,14 @@ def _softmax(e: _Emit, input: Any, dim: Any = None, _stacklevel: int = 3,
     _no_extras(dtype=dtype)
     if dim is None:
         raise _Refusal("softmax needs dim (e.g. dim=-1)")
-    # softmax(x, d) = exp(x − max_d x) / Σ_d exp(x − max_d x)
-    x = _tensor(input, "its input")
+    return _safe_softmax(e, _tensor(input, "its input"), dim, name=e.out)
+
+
+def _safe_softmax(e: _Emit, x: _Value, dim: Any, name: str | None = None) -> _Value:
+    """softmax(x, d) = exp(x − max_d x) / Σ_d exp(x − max_d x), as torch computes it."""
     shifted = e.binary("sub", x, e.reduce("max", x, dim, True))
     ex = e.unary("exp", shifted)
-    return e.binary("div", ex, e.reduce("sum", ex, dim, True), name=e.out)
+    return e.binary("div", ex, e.reduce("sum", ex, dim, True), name=name)
 
 
 def _sdpa(e: _Emit, query: Any, key: Any, value: Any, attn_mask: Any = None,
@@ -1000,10 +1003,7 @@ def _sdpa(e: _Emit, query: Any, key: Any, value: Any, attn_mask: Any = None,
         s = e.scalar("mul_scalar", s, factor)
     if attn_mask is not None:
         s = e.binary("add", s, attn_mask)
-    shifted = e.binary("sub", s, e.reduce("max", s, -1, True))
-    ex = e.unary("exp", shifted)
-    probs = e.binary("div", ex, e.reduce("sum", ex, -1, True))
-    return _matmul(e, probs, v, name=e.out)
+    return _matmul(e, _safe_softmax(e, s, -1), v, name=e.out)
 
 
 def _log_softmax(e: _Emit, input: Any, dim: Any = None, _stacklevel: int = 3,

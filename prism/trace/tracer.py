@@ -58,10 +58,6 @@ class BudgetClock:
             return wall - held
 
     @property
-    def paused(self) -> bool:
-        return self._since is not None
-
-    @property
     def held_s(self) -> float:
         """Seconds the clock has stood still so far."""
         with self._lock:

@@ -57,6 +57,14 @@ widgets.ProofView(proved[0]).widget""",
 ]
 
 
+def write_notebook(path: Path, cells: list[str]) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, path)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -73,11 +81,7 @@ def lab(tmp_path_factory):
     settings = Path(sys.prefix) / "share/jupyter/lab/settings"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "overrides.json").write_text(json.dumps(NO_NEWS))
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nbformat.write(nb, home / "workbench.ipynb")
+    write_notebook(home / "workbench.ipynb", CELLS)
     port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
@@ -137,8 +141,10 @@ def outputs(page, index: int):
     return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea-output")
 
 
-def run_notebook(page, lab) -> None:
-    page.goto(f"{lab['url']}/lab/workspaces/test/tree/workbench.ipynb?reset")
+def open_and_run_all(page, lab, workspace: str, notebook: str) -> None:
+    """Open `notebook` in a fresh workspace, wait for its kernel, and Run All Cells until the
+    first cell shows an output."""
+    page.goto(f"{lab['url']}/lab/workspaces/{workspace}/tree/{notebook}?reset")
     page.wait_for_selector(".jp-Notebook", timeout=60_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
                            timeout=60_000)
@@ -152,6 +158,10 @@ def run_notebook(page, lab) -> None:
             break
         except Exception:
             continue
+
+
+def run_notebook(page, lab) -> None:
+    open_and_run_all(page, lab, "test", "workbench.ipynb")
     outputs(page, 2).filter(has_text="best").first.wait_for(timeout=300_000)
     plot = outputs(page, 1).locator(".js-plotly-plot")
     plot.first.wait_for(timeout=60_000)
@@ -236,28 +246,13 @@ print("ended:", result.search.stop_reason, "· best", result.best.config)""",
 def test_the_buttons_act_while_a_later_cell_awaits_the_run(lab):
     from playwright.sync_api import sync_playwright
 
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in CONTROL_CELLS]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nbformat.write(nb, lab["home"] / "controls.ipynb")
+    write_notebook(lab["home"] / "controls.ipynb", CONTROL_CELLS)
     OUTPUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page.goto(f"{lab['url']}/lab/workspaces/controls/tree/controls.ipynb?reset")
-            page.wait_for_selector(".jp-Notebook", timeout=60_000)
-            page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
-            for _ in range(3):     # a Run All sent before the kernel connects is dropped
-                page.locator(".jp-Notebook").first.click()
-                page.get_by_role("menuitem", name="Run", exact=True).click()
-                page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-                try:
-                    outputs(page, 0).first.wait_for(timeout=30_000)
-                    break
-                except Exception:
-                    continue
+            open_and_run_all(page, lab, "controls", "controls.ipynb")
             explorer = outputs(page, 0)
             # held at its first event, and the view says the pause took effect
             explorer.get_by_text("took effect after 0 families").first.wait_for(
