@@ -277,6 +277,8 @@ def _search_config(args: argparse.Namespace, base: Any = None) -> Any:
         kw["kernel_ops"] = tuple(args.kernel_ops.split(","))
     if args.accumulators:
         kw["accumulators"] = tuple(args.accumulators.split(","))
+    if args.split_loops is not None:
+        kw["split_loops"] = args.split_loops
     return replace(base, **kw) if base is not None else SearchConfig(**kw)
 
 
@@ -881,6 +883,10 @@ def _search_arguments(sp: argparse.ArgumentParser) -> None:
                     help="tensors one block graph may store (default 1, Prism's)")
     sp.add_argument("--max-custom-kernels", type=_count)
     sp.add_argument("--max-families", type=_count, help="stop after this many families")
+    sp.add_argument("--split-loops", action=argparse.BooleanOptionalAction, default=None,
+                    help="also try each proved one-kernel program with its summing loop split "
+                    "across blocks and a second kernel (split-key attention); on for "
+                    "`optimize`, off for `search` (Prism's caps)")
     sp.add_argument("--grid-dims", type=_grid_dims, help="grid-dim counts to try, e.g. 1,2")
     sp.add_argument("--block-ops", help="block vocabulary, comma-separated")
     sp.add_argument("--kernel-ops", help="pre-defined kernel ops to allow, comma-separated")

@@ -472,13 +472,18 @@ def search_config_for(graph: KernelGraph, budget_s: float,
     - a block may read every input of the program (Prism's 3 would make one fused kernel
       impossible for a program with 4 inputs, such as LoRA).
 
+    The split move is on (`SearchConfig.split_loops`): a proved one-kernel program whose loop
+    only sums is also tried with its loop split across blocks and a second kernel summing the
+    parts, which is how attention over many keys fills the device (split-key attention).
+
     Pass a `SearchConfig` (or `--block-ops` on the command line) to search more widely. The
     device (the default one when None) sets the hardware rule's limits and the cost model."""
     from prism.search.config import BLOCK_VOCABULARY
     used = {op.kind for op in graph.ops} | {"div", "mul"}
     return SearchConfig(budget_s=budget_s, max_block_inputs=max(3, len(graph.inputs)),
                         block_ops=tuple(op for op in BLOCK_VOCABULARY if op in used),
-                        device=get_device(device) if device is not None else default_device())
+                        device=get_device(device) if device is not None else default_device(),
+                        split_loops=True)
 
 
 def _fused_or_partial(graph: KernelGraph, name: str, config: SearchConfig | None,
@@ -619,14 +624,23 @@ def _run_device(config: SearchConfig, device: DeviceSpec) -> DeviceSpec:
 def instantiate(graph: KernelGraph, result: SearchResult | None,
                 device: DeviceSpec | None = None) -> list[Config]:
     """Every verified candidate at each of its feasible parameter assignments on `device` (the
-    search's own when None), and the input program itself."""
+    search's own when None), and the input program itself. A candidate of several kernels
+    that the search modeled on this device is also tried at the assignment it was modeled at,
+    when the tuner's rule (`prism.instantiate.params`) does not make it: a split program's
+    loop walks what is left of a dim after the split, which Prism's loop-range rule (made
+    for one kernel's loop walking the whole dim) does not reach."""
     from prism.instantiate.params import assignments
     device = device or (result.config.device if result else default_device())
     configs = [Config(INPUT_PROGRAM, graph, ())]
+    same_device = result is not None and result.config.device == device
     for cand in result.equivalent if result else []:
         # a candidate takes and returns the user's tensors as the program does (its views)
         member = replace(cand.graph, interface=graph.interface)
-        for env in assignments(member, device):
+        envs = assignments(member, device)
+        if same_device and cand.assignment and cand.num_kernels > 1 and \
+                cand.assignment not in envs:
+            envs.append(dict(cand.assignment))
+        for env in envs:
             configs.append(Config(cand.id, member, tuple(sorted(env.items()))))
     return configs
 

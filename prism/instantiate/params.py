@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 
 from prism.cost.devices import DeviceSpec, default_device
-from prism.ir.dims import Dim, evaluate
+from prism.ir.dims import Dim, evaluate, quotients
 from prism.ir.graph import KernelGraph
 from prism.ir.spec import problems
 from prism.search.audit import within_limits
@@ -60,7 +60,9 @@ def variables(graph: KernelGraph) -> list[Variable]:
 
 
 def _collect(d: Dim, divided: dict[str, list[int]], ones: dict[str, int]) -> None:
-    names = d.free_vars() & divided.keys()
+    # the sizes that divide this dim; one that multiplies it (a split program's partial sums,
+    # `s·128`, stored by s blocks) says nothing about what it may be
+    names = frozenset().union(*(den.free_vars() for _, den in quotients(d))) & divided.keys()
     if not names:
         return
     whole = evaluate(d, ones)       # the data dim: every size 1 (maps are concrete)

@@ -187,6 +187,40 @@ def _kernel_parts(graph: KernelGraph) -> list[KernelGraph]:
     return [kernel_program(graph, i) for i in blocks]
 
 
+def descended(graph: KernelGraph, device: DeviceSpec, start: tuple[float, dict[str, int]]
+              ) -> tuple[float, dict[str, int]]:
+    """A better assignment than `start` where one exists two sizes at a time: every pair of
+    size variables tried at every pair of powers of two (the rest held), the best fitting
+    change kept, sweeps repeated until none improves (a local optimum of the model, not a
+    proved best). For a graph whose enumeration `_MAX_ASSIGNMENTS` cut (six sizes of
+    fourteen values each: a split program's), which reaches only the first few values of its
+    first variables; pairs, because a split's two sizes trade against each other (more
+    splits, fewer query blocks). A function of the graph and `start`; the latency is the
+    model's at the assignment returned."""
+    from prism.cost import modeled
+    largest = max([d.value for _, s in graph.tensors for d in s if d.is_const] or [1])
+    values = [2 ** k for k in range(int(math.log2(largest)) + 1)]
+    best, env = start
+    names = sorted(env)
+    pairs = list(itertools.combinations(names, 2)) or [(n,) for n in names]
+    improved = True
+    while improved:
+        improved = False
+        for pair in pairs:
+            for combo in itertools.product(values, repeat=len(pair)):
+                trial = {**env, **dict(zip(pair, combo, strict=True))}
+                if trial == env or problems(graph, trial) or \
+                        not within_limits(graph, trial, device):
+                    continue
+                try:
+                    latency = modeled(substitute_graph(graph, trial), device).latency_us
+                except PrismError:
+                    continue
+                if latency < best * (1 - 1e-9):
+                    best, env, improved = latency, trial, True
+    return best, env
+
+
 def feasible_assignments(graph: KernelGraph, device: DeviceSpec) -> list[dict[str, int]]:
     """Assignments (every size a power of two up to the largest dim) under which the graph is
     well-formed and within the device's limits, evaluated on the concrete tiles."""

@@ -78,6 +78,11 @@ class SearchConfig:
     # per choice, as in Mirage; candidates with concrete sizes are accepted by random testing
     # (`prism.search.concrete`). Empty: every parameter symbolic (Prism's search).
     concrete: frozenset[str] = frozenset()
+    # The split move (`prism.search.split`): after the depth-first search, each proved
+    # one-kernel program whose loop only sums is also tried with that loop split across
+    # blocks and a second custom kernel summing the parts (split-key attention), whatever
+    # `max_custom_kernels` says; verified as every candidate is. Off in Prism's defaults.
+    split_loops: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.device, DeviceSpec):
@@ -158,4 +163,5 @@ class SearchConfig:
                                   "min_matmul_tile": self.device.min_matmul_tile,
                                   "dtype_bytes": self.device.dtype_bytes},
                 **({"user_rules": [name for name, _ in self.rules]} if self.rules else {}),
-                **({"concrete": sorted(self.concrete)} if self.concrete else {})}
+                **({"concrete": sorted(self.concrete)} if self.concrete else {}),
+                **({"split_loops": True} if self.split_loops else {})}

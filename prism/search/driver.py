@@ -703,6 +703,44 @@ class _Run:
         out.seconds = time.perf_counter() - start
         return out
 
+    def split_pass(self) -> None:
+        """`SearchConfig.split_loops`: every proved one-kernel candidate whose loop only sums,
+        also with its loop split across blocks (`prism.search.split`), each such program a
+        family of its own under the candidate's family, verified and modeled as the search's
+        own candidates are. After the depth-first search, so what it found is unchanged."""
+        if not self.config.split_loops:
+            return
+        from prism.search.audit import descended
+        from prism.search.split import split_loop
+        seen: set[str] = set()
+        for cand in list(self.result.candidates):
+            if cand.verdict.verdict != "equivalent" or cand.graph.num_kernels != 1:
+                continue
+            program, _why = split_loop(cand.graph)
+            if program is None:
+                continue
+            key = json.dumps(graph_to_json(replace(program, name="")), sort_keys=True)
+            if key in seen:
+                continue
+            seen.add(key)
+            if self.should_stop():
+                raise Stop
+            fid = self.generator._new_id()
+            self.result.generated += 1
+            self.result.families.append(CompleteFamily(fid, program))
+            if self.tracer.wants_events:
+                self.tracer.emit(FamilyGenerated(
+                    fid, cand.family, f"{cand.id} with its loop split across blocks: "
+                    "partial sums, then a second kernel that sums them (flash-decoding)",
+                    graph_to_json(program) if self.config.record_graphs else None))
+            found = self.check(program, fid)
+            if found.modeled_us is not None and found.assignment is not None:
+                # a split program has more sizes than best_assignment enumerates whole
+                found.modeled_us, found.assignment = descended(
+                    program, self.config.device, (found.modeled_us, found.assignment))
+                if found.modeled_us < (self.ctx.incumbent_us or float("inf")):
+                    self.ctx.incumbent_us, self.ctx.incumbent_id = found.modeled_us, found.id
+
     def _bound_recorder(self, ctx: Context, fam: Family) -> Pruned | None:
         """`cost_bound` on a worker: the same decision, and the family's bound remembered
         (computed even without an incumbent: the walk may have one)."""
@@ -722,6 +760,7 @@ class _Run:
         with self.tracer.stage("search") as summary:
             with contextlib.suppress(Stop):
                 self.generator.run(inputs)
+                self.split_pass()
             self.result.complete = self.stop_reason is None
             self.result.stop_reason = self.stop_reason or "exhausted"
             self.result.seconds = self.tracer.budget.now() - self.start
@@ -781,6 +820,7 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
                 walk.result.seed = seed
             with contextlib.suppress(Stop):
                 walk.generator.run(inputs)
+                walk.split_pass()
             result = walk.result
             result.complete = walk.stop_reason is None
             result.stop_reason = walk.stop_reason or "exhausted"

@@ -1,0 +1,143 @@
+"""The split move: a one-kernel program whose for-loop only sums, with the loop split across blocks.
+
+A custom kernel whose loop walks a long dim (attention's keys) runs one block per output tile, each
+walking the whole dim: few blocks, most of the device idle. Every accumulator that sums over the
+loop (`nored`, `red_ld_sum`) is a sum over the walked dim, and a sum splits: blocks along a new
+grid dim `s` each walk one part and store their partial sums, concatenated along the last dim, and
+a second kernel sums the parts (`redtox_ld_sum` in chunks of the stored width, `red_ld_sum` for a
+last dim of 1) and runs what the first kernel ran after its loop. This is split-key attention
+(flash-decoding; Mirage's saved gqa μGraphs are such two kernels), found here for any program of
+that form, not written per workload:
+
+    kernel 1  grid (g…, s)   the loop body and accumulators as before; inputs the loop walks are
+                             also split by s along the walked dim; each accumulator is stored with
+                             s concatenated along its last dim
+    kernel 2  grid (g…)      the partial sums summed, then the post-loop ops, stored as before
+
+`split_loop` builds that program from a verified one-kernel candidate (concrete maps, symbolic
+sizes), or says why it does not apply. The search (`SearchConfig.split_loops`) verifies every
+program it builds as it verifies its own candidates: an accumulator the split does not preserve (a
+sum over something other than the walked dim, an epilogue that is not linear in the parts) gives a
+program the verifier refutes, never a claim.
+"""
+
+from __future__ import annotations
+
+from prism.errors import PrismError
+from prism.frontend.builder import Block, Graph
+from prism.ir.dims import Dim, const, var
+from prism.ir.graph import KernelGraph, Map
+from prism.ir.ops import OPS
+
+# How the second kernel sums an accumulator's parts, by the accumulator's kind.
+SUMS = {"nored": "redtox_ld_sum", "red_ld_sum": "red_ld_sum"}
+
+
+def split_loop(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
+    """The split program of a one-kernel program and "", or None and why it does not apply."""
+    customs = graph.custom_ops
+    if len(customs) != 1 or graph.num_kernels != 1:
+        return None, "not one custom kernel"
+    (op,) = customs
+    bg = op.block
+    assert bg is not None
+    if len(bg.grid) >= 3:
+        return None, "three grid dims already: no dim left for the split"
+    if bg.forloop_range.is_const and bg.forloop_range.value == 1:
+        return None, "no loop to split"
+    inputs = bg.input_ops
+    if not any(bg.loop_walks(i.outputs[0]) for i in inputs):
+        return None, "the loop walks no input"
+    accs = bg.accumulators
+    if not accs or any(a.kind not in SUMS for a in accs):
+        return None, "an accumulator that is not a sum (only nored and red_ld_sum split)"
+    post = bg.after_accum
+    acc_out = {a.outputs[0] for a in accs}
+    epilogue = [o for o in bg.ops if o.kind in OPS and OPS[o.kind].category not in ("io", "accum")
+                and o.outputs[0] in post]
+    if any(t not in post for o in epilogue for t in o.inputs):
+        return None, "the epilogue reads a pre-loop tile"
+    (out,) = bg.output_ops if len(bg.output_ops) == 1 else (None,)
+    if out is None:
+        return None, "more than one output"
+    omap: Map = out.attr["omap"]
+    if not omap.is_concrete or any(row[-1].value for row in omap.rows):
+        return None, "the output's last dim is split by the grid"
+    shapes = bg.shapes
+    out_tile = shapes[out.inputs[0]]
+    parts_rows: dict[str, tuple[tuple[Dim, ...], ...]] = {}
+    for a in accs:
+        tile = shapes[a.outputs[0]]
+        if len(tile) != len(out_tile):
+            return None, "an accumulator's rank differs from the output's"
+        rows = []
+        for row in omap.rows:
+            if any(e.value and tile[d] == const(1) != out_tile[d] for d, e in enumerate(row)):
+                return None, "the grid splits a dim an accumulator broadcasts"
+            rows.append(row)
+        last = tuple(const(1 if d == len(tile) - 1 else 0) for d in range(len(tile)))
+        parts_rows[a.outputs[0]] = (*rows, last)
+    widths = {shapes[a.outputs[0]][-1] for a in accs if a.kind == "nored"}
+    if len(widths) > 1 or any(not w.is_const for w in widths):
+        return None, "the summed parts have no one constant width"
+    dimx = widths.pop().value if widths else bg.reduction_dimx
+    taken = graph.free_vars() | {str(g) for g in bg.grid}
+    s = _fresh("s", taken)
+    try:
+        return _build(graph, op, s, parts_rows, epilogue, acc_out, dimx, taken), ""
+    except PrismError as e:
+        return None, f"the split program does not type: {e}"
+
+
+def _fresh(base: str, taken: frozenset[str] | set[str]) -> str:
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}{k}"
+    return name
+
+
+def _build(graph: KernelGraph, op, s: str, parts_rows, epilogue, acc_out, dimx: int,
+           taken) -> KernelGraph:
+    bg = op.block
+    g = Graph(graph.name)
+    tensors = {name: g.input(name, graph.shape(name)) for name in graph.inputs}
+    k1 = Block(grid=(*bg.grid, s), forloop_range=bg.forloop_range,
+               reduction_dimx=bg.reduction_dimx)
+    env = {}
+    for src, load in zip(op.inputs, bg.input_ops, strict=True):
+        imap, fmap = load.attr["imap"], load.attr["fmap"]
+        env[load.outputs[0]] = k1.input(tensors[src], imap=Map((*imap.rows, fmap.rows[0])),
+                                        fmap=fmap)
+    post = bg.after_accum
+    for o in bg.ops:
+        if o.kind in ("input", "output") or (o.outputs[0] in post and o.outputs[0] not in acc_out):
+            continue
+        args = [env[t] for t in o.inputs]
+        if o.outputs[0] in acc_out:
+            env[o.outputs[0]] = k1.accum(*args, o.kind, **o.attr)
+        else:
+            env[o.outputs[0]] = k1.apply(o.kind, *args, **o.attr)
+    order = [a.outputs[0] for a in bg.accumulators]
+    for name in order:
+        k1.output(env[name], omap=Map(parts_rows[name]))
+    parts = g.customized(k1)
+    grid2 = []
+    for size in bg.grid:
+        grid2.append(var(_fresh(f"{size}_2" if not size.is_const else "r2", taken))
+                     if not size.is_const else size)
+        taken = {*taken, str(grid2[-1])}
+    k2 = Block(grid=tuple(grid2), forloop_range=1, reduction_dimx=dimx)
+    kinds = {a.outputs[0]: a.kind for a in bg.accumulators}
+    env2 = {}
+    for name, part in zip(order, parts, strict=True):
+        rows = parts_rows[name][:-1]
+        load = k2.input(part, imap=Map(rows), fmap=None)
+        env2[name] = k2.accum(load, SUMS[kinds[name]])
+    for o in epilogue:
+        env2[o.outputs[0]] = k2.apply(o.kind, *[env2[t] for t in o.inputs], **o.attr)
+    (out,) = bg.output_ops
+    k2.output(env2[out.inputs[0]], omap=out.attr["omap"])
+    (result,) = g.customized(k2)
+    g.output(result)
+    return g.build()
