@@ -142,6 +142,8 @@ class Fusion:
     # the fusion search itself when the partial one ran (`OptimizeResult.search` is the
     # partial one then): what a run's search cost adds up (`prism bench`)
     first: SearchResult | None = field(default=None, compare=False, repr=False)
+    # proved programs of the fusion search with a member that fits the device (modeled)
+    fits: int = 0
 
     @property
     def searches(self) -> list[SearchResult]:
@@ -160,10 +162,15 @@ class Fusion:
                f"stopped ({f.get('stop_reason')}) after {f['families']['generated']:,} families")
         pruned = ", ".join(f"{rule} {n:,}" for rule, n in f["families"]["pruned"].items() if n)
         proved = f["verdicts"].get("equivalent", 0)
-        fits = (f"{proved:,} proved equivalent, none with a member that fits the device"
-                if proved else "none proved equivalent")
-        fused = (f"no program of one custom kernel holding every op fits: the fusion search "
-                 f"{how} (pruned: {pruned or 'none'}; {fits})")
+        if self.fits:
+            fused = (f"the fusion search {how} (pruned: {pruned or 'none'}) and proved "
+                     f"{proved:,} programs, {self.fits:,} with a member that fits the "
+                     "device; none was faster than the input program or passed its check")
+        else:
+            fits = (f"{proved:,} proved equivalent, none with a member that fits the device"
+                    if proved else "none proved equivalent")
+            fused = (f"no program of one custom kernel holding every op fits: the fusion "
+                     f"search {how} (pruned: {pruned or 'none'}; {fits})")
         if best is not None and best.is_input_program:
             if self.partial_search is None:
                 return f"the input program was kept: {fused}"
@@ -514,11 +521,11 @@ def _fused_or_partial(graph: KernelGraph, name: str, config: SearchConfig | None
     else:
         fused = _search(graph, name, config, budget_s, checkpoint, tracer, cancel, device,
                         runner)
-        fusion = Fusion(fused.summary())
         # a proved program with a member that fits the device: the search models each one at
         # its best fitting assignment (None: none fits; `params.assignments` is not asked, as
         # it passes a graph without size variables unchecked against the device's limits)
         fits = [c for c in fused.equivalent if c.modeled_us is not None]
+        fusion = Fusion(fused.summary(), fits=len(fits))
         if (fits or checkpoint is not None or len(computing) < 2
                 or (config is not None and config.kernel_ops)
                 or (cancel is not None and cancel.is_set())):
