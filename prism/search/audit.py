@@ -202,7 +202,8 @@ def descended(graph: KernelGraph, device: DeviceSpec, start: tuple[float, dict[s
     values = [2 ** k for k in range(int(math.log2(largest)) + 1)]
     best, env = start
     names = sorted(env)
-    pairs = list(itertools.combinations(names, 2)) or [(n,) for n in names]
+    pairs: list[tuple[str, ...]] = list(itertools.combinations(names, 2)) or \
+        [(n,) for n in names]
     improved = True
     while improved:
         improved = False

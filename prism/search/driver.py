@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from prism.search.executors import Executor
 
 MAP_LIMIT = 512     # concrete-map members verified per complete family
+SPLIT_GRACE = 0.1   # of the budget: the split move after a search its time budget stopped
 
 
 class UnsupportedTargetError(PrismError):
@@ -707,9 +708,25 @@ class _Run:
         """`SearchConfig.split_loops`: every proved one-kernel candidate whose loop only sums,
         also with its loop split across blocks (`prism.search.split`), each such program a
         family of its own under the candidate's family, verified and modeled as the search's
-        own candidates are. After the depth-first search, so what it found is unchanged."""
-        if not self.config.split_loops:
+        own candidates are. After the depth-first search, so what it found is unchanged; when
+        the time budget stopped that search, the move still runs on what it proved, with
+        SPLIT_GRACE of the budget more (it is a handful of programs, and it is where a program
+        of many keys finds its speed), and the search stays stopped by its budget. Not after
+        a cancel or another budget."""
+        if not self.config.split_loops or self.stop_reason not in (None, "time budget"):
             return
+        stopped = self.stop_reason
+        if stopped is not None:
+            self.stop_reason = None
+            self.deadline = self.tracer.budget.now() + SPLIT_GRACE * self.config.budget_s
+            self.note(f"the time budget stopped the depth-first search; the split move ran on "
+                      f"the programs it had proved, with up to {SPLIT_GRACE:.0%} of the budget "
+                      "more")
+        with contextlib.suppress(Stop):
+            self._split_programs()
+        self.stop_reason = self.stop_reason or stopped
+
+    def _split_programs(self) -> None:
         from prism.search.audit import descended
         from prism.search.split import split_loop
         seen: set[str] = set()
@@ -760,7 +777,7 @@ class _Run:
         with self.tracer.stage("search") as summary:
             with contextlib.suppress(Stop):
                 self.generator.run(inputs)
-                self.split_pass()
+            self.split_pass()
             self.result.complete = self.stop_reason is None
             self.result.stop_reason = self.stop_reason or "exhausted"
             self.result.seconds = self.tracer.budget.now() - self.start
@@ -820,7 +837,7 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
                 walk.result.seed = seed
             with contextlib.suppress(Stop):
                 walk.generator.run(inputs)
-                walk.split_pass()
+            walk.split_pass()
             result = walk.result
             result.complete = walk.stop_reason is None
             result.stop_reason = walk.stop_reason or "exhausted"

@@ -24,9 +24,9 @@ program the verifier refutes, never a claim.
 from __future__ import annotations
 
 from prism.errors import PrismError
-from prism.frontend.builder import Block, Graph
+from prism.frontend.builder import Block, Graph, Tensor
 from prism.ir.dims import Dim, const, var
-from prism.ir.graph import KernelGraph, Map
+from prism.ir.graph import KernelGraph, Map, Op
 from prism.ir.ops import OPS
 
 # How the second kernel sums an accumulator's parts, by the accumulator's kind.
@@ -57,9 +57,9 @@ def split_loop(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
                 and o.outputs[0] in post]
     if any(t not in post for o in epilogue for t in o.inputs):
         return None, "the epilogue reads a pre-loop tile"
-    (out,) = bg.output_ops if len(bg.output_ops) == 1 else (None,)
-    if out is None:
+    if len(bg.output_ops) != 1:
         return None, "more than one output"
+    (out,) = bg.output_ops
     omap: Map = out.attr["omap"]
     if not omap.is_concrete or any(row[-1].value for row in omap.rows):
         return None, "the output's last dim is split by the grid"
@@ -81,7 +81,7 @@ def split_loop(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
     if len(widths) > 1 or any(not w.is_const for w in widths):
         return None, "the summed parts have no one constant width"
     dimx = widths.pop().value if widths else bg.reduction_dimx
-    taken = graph.free_vars() | {str(g) for g in bg.grid}
+    taken = set(graph.free_vars()) | {str(g) for g in bg.grid}
     s = _fresh("s", taken)
     try:
         return _build(graph, op, s, parts_rows, epilogue, acc_out, dimx, taken), ""
@@ -89,7 +89,7 @@ def split_loop(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
         return None, f"the split program does not type: {e}"
 
 
-def _fresh(base: str, taken: frozenset[str] | set[str]) -> str:
+def _fresh(base: str, taken: set[str]) -> str:
     name, k = base, 1
     while name in taken:
         k += 1
@@ -97,14 +97,17 @@ def _fresh(base: str, taken: frozenset[str] | set[str]) -> str:
     return name
 
 
-def _build(graph: KernelGraph, op, s: str, parts_rows, epilogue, acc_out, dimx: int,
-           taken) -> KernelGraph:
+def _build(graph: KernelGraph, op: Op, s: str, parts_rows: dict[str, tuple[tuple[Dim, ...], ...]],
+           epilogue: list[Op], acc_out: set[str], dimx: int, taken: set[str]) -> KernelGraph:
+    """Kernel 1 (the loop split by `s`, the accumulators stored as parts) and kernel 2 (the
+    parts summed, the epilogue), with the builder, which checks every shape."""
     bg = op.block
+    assert bg is not None
     g = Graph(graph.name)
     tensors = {name: g.input(name, graph.shape(name)) for name in graph.inputs}
     k1 = Block(grid=(*bg.grid, s), forloop_range=bg.forloop_range,
                reduction_dimx=bg.reduction_dimx)
-    env = {}
+    env: dict[str, Tensor] = {}
     for src, load in zip(op.inputs, bg.input_ops, strict=True):
         imap, fmap = load.attr["imap"], load.attr["fmap"]
         env[load.outputs[0]] = k1.input(tensors[src], imap=Map((*imap.rows, fmap.rows[0])),
@@ -114,26 +117,25 @@ def _build(graph: KernelGraph, op, s: str, parts_rows, epilogue, acc_out, dimx: 
         if o.kind in ("input", "output") or (o.outputs[0] in post and o.outputs[0] not in acc_out):
             continue
         args = [env[t] for t in o.inputs]
-        if o.outputs[0] in acc_out:
-            env[o.outputs[0]] = k1.accum(*args, o.kind, **o.attr)
+        if o.outputs[0] in acc_out:       # nored or red_ld_sum: one operand, no attributes
+            env[o.outputs[0]] = k1.accum(args[0], o.kind)
         else:
             env[o.outputs[0]] = k1.apply(o.kind, *args, **o.attr)
     order = [a.outputs[0] for a in bg.accumulators]
     for name in order:
         k1.output(env[name], omap=Map(parts_rows[name]))
     parts = g.customized(k1)
-    grid2 = []
+    grid2: list[Dim] = []       # kernel 2's grid: the same dims, sizes of their own
     for size in bg.grid:
-        grid2.append(var(_fresh(f"{size}_2" if not size.is_const else "r2", taken))
-                     if not size.is_const else size)
+        grid2.append(size if size.is_const else var(_fresh(f"{size}_2", taken)))
         taken = {*taken, str(grid2[-1])}
     k2 = Block(grid=tuple(grid2), forloop_range=1, reduction_dimx=dimx)
     kinds = {a.outputs[0]: a.kind for a in bg.accumulators}
-    env2 = {}
+    env2: dict[str, Tensor] = {}
     for name, part in zip(order, parts, strict=True):
         rows = parts_rows[name][:-1]
-        load = k2.input(part, imap=Map(rows), fmap=None)
-        env2[name] = k2.accum(load, SUMS[kinds[name]])
+        tile = k2.input(part, imap=Map(rows), fmap=None)
+        env2[name] = k2.accum(tile, SUMS[kinds[name]])
     for o in epilogue:
         env2[o.outputs[0]] = k2.apply(o.kind, *[env2[t] for t in o.inputs], **o.attr)
     (out,) = bg.output_ops
