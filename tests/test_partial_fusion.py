@@ -143,3 +143,27 @@ def test_prism_optimize_prints_and_reports_the_ops_left_outside(capsys, tmp_path
     page = (out / "report.html").read_text()
     assert "Outside custom kernels: <code>add</code>" in page
     assert "Partial-fusion search (pre-defined kernel ops allowed)" in page
+
+
+def test_the_note_on_a_kept_input_program_counts_the_fused_programs_that_fit():
+    """When the fusion search proved programs that fit but the input program won, the note says
+    how many fit; it says none fits only when the search's own candidates say so (oracle: the
+    search's candidates, modeled at fitting assignments)."""
+    from dataclasses import replace
+
+    from prism.pipeline import Fusion, _best_kernel, search_config_for
+    from prism.search import search
+    w = prism.workload(linear_bias_relu, X=(8, 32), W=(32, 16), B=(16,))
+    graph, spec = w.graph, get_device("h100")
+    found = search(graph, replace(search_config_for(graph, 120, spec), max_families=3000))
+    fits = [c for c in found.equivalent if c.modeled_us is not None]
+    assert fits
+    result = OptimizeResult("t", "h100", "model", graph, None, None, None, 0.0, 0.0, [])
+    (trial,) = _last_resort(result, [], instantiate(graph, None, spec),
+                            make_backend("model", spec), spec, Tracer(), None)
+    kept = _best_kernel(result, trial, spec)
+    assert kept.is_input_program
+    said = Fusion(found.summary(), fits=len(fits)).why_outside(kept)
+    assert f"{len(fits):,} with a member that fits the device" in said
+    assert "none with a member that fits" not in said
+    assert "none with a member that fits" in Fusion(found.summary()).why_outside(kept)
