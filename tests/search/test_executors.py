@@ -83,6 +83,21 @@ def test_the_cut_changes_nothing_and_the_trace_is_the_same_everywhere(cases):
         assert runs[name][1] == runs["one walk"][1], name
 
 
+def test_the_split_move_gives_the_same_programs_on_every_executor(cases):
+    graph = cases.small("attention").graph
+    config = replace(cases.reduced("attention"), split_loops=True)
+    runs = {}
+    for name, cfg, where in (("one walk", replace(config, split_depth=99), "local"),
+                             ("processes", config, Executor("processes", 2))):
+        tracer = Tracer()
+        result = search(graph, cfg, tracer=tracer, executor=where)
+        runs[name] = (outcome(result), events(tracer))
+        # the move ran: two-kernel programs proved, after the depth-first search's candidates
+        kernels = [c.num_kernels for c in result.candidates if c.verdict.verdict == "equivalent"]
+        assert 2 in kernels and kernels == sorted(kernels), name
+    assert runs["processes"] == runs["one walk"]
+
+
 def test_branch_and_bound_prunes_on_workers_what_one_walk_prunes(cases):
     """A task on a worker starts from a worse incumbent than one depth-first search has at its
     cut; the merge replays branch and bound with the walk's: the same prunes, candidates and
