@@ -3,17 +3,19 @@
 # 1. `prism calibrate`: launch overhead, HBM and L2 bandwidth and few-block bandwidth measured by
 #    Triton microbenchmarks, beside the cost model's numbers
 #    (bench/results/calibration/calibration-<device>-measured.json);
-# 2. the nine workloads optimized with --measure cuda, each best kernel timed against PyTorch
+# 2. the nine workloads and the three safe attention variants (issue 19: their torch program is
+#    F.scaled_dot_product_attention; also run on logits of magnitude 100) optimized with
+#    --measure cuda, each best kernel timed against PyTorch
 #    eager and torch.compile in one run (CUDA events, medians, L2 flushed before each call: the
 #    cost model's regime), with the model's error per workload
 #    (bench/results/gpu_check/gpu_check.{md,json}); `prism bench` reads both as measured rows.
 # Needs the repo's .venv (make install) and a CUDA build of torch on that machine; about 7 minutes
-# at the default 30 s per workload (BUDGET=...), under the 9-minute timeout.
+# at the default 20 s per workload (BUDGET=...), under the 9-minute timeout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 DEVICE=${DEVICE:-h100}
 unset TRITON_INTERPRET
 timeout 90 "$PY" -m prism calibrate --device "$DEVICE" --out bench/results/calibration
-exec timeout 450 "$PY" bench/gpu_check.py --out "${OUT:-bench/results/gpu_check}" \
-  --device "$DEVICE" --budget "${BUDGET:-30}" "$@"
+exec timeout 480 "$PY" bench/gpu_check.py --out "${OUT:-bench/results/gpu_check}" \
+  --device "$DEVICE" --budget "${BUDGET:-20}" "$@"

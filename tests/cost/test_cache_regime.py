@@ -108,3 +108,29 @@ def test_gpu_check_has_no_other_timer():
     assert called["time_us"] == {"timed"}
     assert called["timed"] == {"main"}
     assert not {"do_bench", "do_bench_cudagraph", "Event", "elapsed_time"} & called.keys()
+
+
+@pytest.mark.parametrize("name", ["attention_safe", "qknorm_attention_safe"])
+def test_gpu_check_drives_the_safe_rows_to_logits_of_magnitude_100(name: str):
+    """The GPU check's large-logit row, run here on the CPU with the torch program as both
+    sides: the logits it makes reach about 100 (oracle: the float64 logits computed apart), the
+    safe program stays finite, and the plain form (exp without the max) does not."""
+    import torch
+
+    from prism.workloads import get_workload
+    gpu_check = load_gpu_check()
+    w = get_workload(name)
+    shapes = {"Q": (1, 4, 16), "K": (1, 64, 16), "V": (1, 64, 16)}
+    inputs = [torch.randn(shapes[p], dtype=torch.float64) * 0.1 for p in ("Q", "K", "V")]
+    row = gpu_check.large_logits(w.__wrapped__, w.__wrapped__, inputs,
+                                 normed=name.startswith("qknorm"))
+    assert row == {"large_logits_finite": True, "large_logits_max_rel_err": 0.0}
+    # the logits large_logits made, computed apart
+    q, k = inputs[0], inputs[1]
+    if name.startswith("qknorm"):
+        q = q / q.pow(2).mean(-1, keepdim=True).sqrt()
+    base = (q @ k.transpose(-1, -2)).abs().max() / 4.0
+    big_logits = (q @ (k * (100.0 / base)).transpose(-1, -2)) / 4.0
+    assert float(big_logits.abs().max()) == pytest.approx(100.0)
+    plain = torch.exp(big_logits.to(torch.float16))
+    assert not torch.isfinite(plain).all()        # fp16's exp overflows past about 11
