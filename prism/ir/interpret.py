@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from prism.errors import InputError
 from prism.ir.dims import evaluate
@@ -40,7 +41,18 @@ def interpret(graph: KernelGraph, *arrays: Any, assignment: Mapping[str, int] | 
 
     A symbolic graph needs an `assignment` of every variable (grid sizes, loop ranges, map bits).
     `semantics` is the number domain (default `FLOAT64`, the op table's references).
+
+    NumPy's BLAS runs on one thread meanwhile: the interpreter multiplies many small tiles, and
+    a threaded BLAS whose second thread waits for a busy core made each product up to 300×
+    slower (attention's random tests, with anything else running on a 2-core machine, or a
+    second search worker). The caller's setting is restored on return.
     """
+    with threadpool_limits(1, user_api="blas"):
+        return _interpret(graph, arrays, assignment, semantics)
+
+
+def _interpret(graph: KernelGraph, arrays: Sequence[Any], assignment: Mapping[str, int] | None,
+               semantics: Semantics | None) -> list[np.ndarray]:
     sem = semantics or FLOAT64
     env = dict(assignment or {})
     check(graph, env)
