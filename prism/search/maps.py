@@ -107,10 +107,6 @@ def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
     k = len(bg.grid)
     env: dict[str, int] = {}
     mine = [_Split.of(e) for e in equalities if free_bits(e) & block_bits(bg)]
-
-    def consistent() -> bool:
-        return all(e.holds(env) for e in mine)
-
     choices: list[MapChoice] = []
 
     # each input's (imap, fmap) choices with their map bits, computed once: the backtracking
@@ -124,13 +120,22 @@ def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
         options.append([(imap, fmap, {**ibits, **fbits[fmap]}) for imap in imaps
                         for ibits in (_bits(op.attr["imap"], imap),) for fmap in fmaps])
 
+    # An equality is decided once every bit it reads is set: it is checked at the input whose
+    # choice sets the last of them, and only there (one whose bits no input sets is decided
+    # later, by the output maps, as before)
+    owner = {name: i for i, opts in enumerate(options) for _, _, bits in opts for name in bits}
+    decided: list[list[_Split]] = [[] for _ in inputs]
+    for e in mine:
+        if e.bits <= owner.keys():
+            decided[max(owner[b] for b in e.bits)].append(e)
+
     def assign(i: int) -> Iterator[list[MapChoice]]:
         if i == len(inputs):
             yield list(choices)
             return
         for imap, fmap, bits in options[i]:
             env.update(bits)
-            if consistent():
+            if all(e.same(env) for e in decided[i]):
                 choices.append((imap, fmap))
                 yield from assign(i + 1)
                 choices.pop()
@@ -239,18 +244,19 @@ class _Split:
     right: dict[str, str]
     bits: frozenset[str]
 
+    # per parallel dim, the bit on each side (None: that side is never split by it)
+    pairs: tuple[tuple[str | None, str | None], ...] = ()
+
     @staticmethod
     def of(e: Equality) -> _Split:
-        return _Split(_slots(e.a), _slots(e.b), frozenset(free_bits(e)))
+        left, right = _slots(e.a), _slots(e.b)
+        pairs = tuple((left.get(slot), right.get(slot))
+                      for slot in sorted(left.keys() | right.keys()))
+        return _Split(left, right, frozenset(free_bits(e)), pairs)
 
-    def holds(self, env: dict[str, int]) -> bool:
-        if not self.bits <= env.keys():
-            return True        # not decided yet
-        for slot in self.left.keys() | self.right.keys():
-            a, b = self.left.get(slot), self.right.get(slot)
-            if (env[a] if a else 0) != (env[b] if b else 0):
-                return False
-        return True
+    def same(self, env: dict[str, int]) -> bool:
+        """Whether the same parallel dims split both sides; every bit must be set."""
+        return all((env[a] if a else 0) == (env[b] if b else 0) for a, b in self.pairs)
 
 
 def _slots(d: Dim) -> dict[str, str]:
