@@ -4,6 +4,8 @@ Each block graph is the fused form of a program torch computes directly; the ora
 program in torch, or an index-by-index numpy loop where the semantics under test is data movement.
 """
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -172,3 +174,31 @@ def test_torch_tensors_are_accepted():
     (out,) = interpret(g, X, W)
     want = (rms_norm(X.double()) @ W.double()).numpy()
     assert rel_err(out, want) < 1e-12
+
+
+def test_the_interpreter_runs_blas_on_one_thread_and_gives_the_callers_setting_back(monkeypatch):
+    """Inside `interpret` NumPy's BLAS has one thread (a threaded BLAS waiting for a busy core
+    made tile products up to 300x slower); the caller's setting is what it was afterwards.
+    Oracle: threadpoolctl's own report, read inside an op's reference and after the call."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    interp = importlib.import_module("prism.ir.interpret")   # the module, not the function
+    seen = []
+    real = interp._apply
+
+    def apply(*args, **kwargs):
+        seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+        return real(*args, **kwargs)
+    monkeypatch.setattr(interp, "_apply", apply)
+    g = Graph()
+    a, b = g.input("A", (4, 8)), g.input("B", (8, 4))
+    g.output(g.matmul(a, b))
+    graph = g.build()
+    x, y = randn(4, 8), randn(8, 4)
+    with threadpool_limits(2, user_api="blas"):
+        before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+        (out,) = interpret(graph, x, y)
+        after = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    assert seen and all(s == {1} for s in seen)
+    assert after == before
+    np.testing.assert_allclose(out, x @ y, rtol=1e-12)
