@@ -24,10 +24,11 @@ program the verifier refutes, never a claim.
 from __future__ import annotations
 
 from prism.errors import PrismError
-from prism.frontend.builder import Block, Graph, Tensor
 from prism.ir.dims import Dim, const, var
-from prism.ir.graph import KernelGraph, Map, Op
+from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
+from prism.ir.infer import infer_shapes
 from prism.ir.ops import OPS
+from prism.ir.spec import check
 
 # How the second kernel sums an accumulator's parts, by the accumulator's kind.
 SUMS = {"nored": "redtox_ld_sum", "red_ld_sum": "red_ld_sum"}
@@ -100,46 +101,49 @@ def _fresh(base: str, taken: set[str]) -> str:
 def _build(graph: KernelGraph, op: Op, s: str, parts_rows: dict[str, tuple[tuple[Dim, ...], ...]],
            epilogue: list[Op], acc_out: set[str], dimx: int, taken: set[str]) -> KernelGraph:
     """Kernel 1 (the loop split by `s`, the accumulators stored as parts) and kernel 2 (the
-    parts summed, the epilogue), with the builder, which checks every shape."""
+    parts summed, the epilogue), op by op; shapes are inferred and the program checked
+    against the spec (a `PrismError` where it does not type)."""
     bg = op.block
     assert bg is not None
-    g = Graph(graph.name)
-    tensors = {name: g.input(name, graph.shape(name)) for name in graph.inputs}
-    k1 = Block(grid=(*bg.grid, s), forloop_range=bg.forloop_range,
-               reduction_dimx=bg.reduction_dimx)
-    env: dict[str, Tensor] = {}
-    for src, load in zip(op.inputs, bg.input_ops, strict=True):
-        imap, fmap = load.attr["imap"], load.attr["fmap"]
-        env[load.outputs[0]] = k1.input(tensors[src], imap=Map((*imap.rows, fmap.rows[0])),
-                                        fmap=fmap)
     post = bg.after_accum
-    for o in bg.ops:
-        if o.kind in ("input", "output") or (o.outputs[0] in post and o.outputs[0] not in acc_out):
-            continue
-        args = [env[t] for t in o.inputs]
-        if o.outputs[0] in acc_out:       # nored or red_ld_sum: one operand, no attributes
-            env[o.outputs[0]] = k1.accum(args[0], o.kind)
-        else:
-            env[o.outputs[0]] = k1.apply(o.kind, *args, **o.attr)
     order = [a.outputs[0] for a in bg.accumulators]
-    for name in order:
-        k1.output(env[name], omap=Map(parts_rows[name]))
-    parts = g.customized(k1)
+    ops1: list[Op] = []
+    for o in bg.ops:
+        if o.kind == "input":
+            imap, fmap = o.attr["imap"], o.attr["fmap"]
+            # the new grid dim splits what the loop walks (an input it does not walk: no row)
+            ops1.append(Op.make("input", (), o.outputs,
+                                {"imap": Map((*imap.rows, fmap.rows[0])), "fmap": fmap}))
+        elif o.kind != "output" and (o.outputs[0] not in post or o.outputs[0] in acc_out):
+            ops1.append(o)
+    ops1 += [Op.make("output", [name], (), {"omap": Map(parts_rows[name])}) for name in order]
+    k1 = BlockGraph((*bg.grid, var(s)), bg.forloop_range, tuple(ops1), (), bg.reduction_dimx)
+    names = {t for t, _ in graph.tensors} | \
+        {t for _, b in graph.iter_blocks() for t, _ in b.tensors}
+    parts = [_fresh(f"{name}_parts", names) for name in order]
     grid2: list[Dim] = []       # kernel 2's grid: the same dims, sizes of their own
     for size in bg.grid:
         grid2.append(size if size.is_const else var(_fresh(f"{size}_2", taken)))
         taken = {*taken, str(grid2[-1])}
-    k2 = Block(grid=tuple(grid2), forloop_range=1, reduction_dimx=dimx)
     kinds = {a.outputs[0]: a.kind for a in bg.accumulators}
-    env2: dict[str, Tensor] = {}
+    ops2: list[Op] = []
     for name, part in zip(order, parts, strict=True):
         rows = parts_rows[name][:-1]
-        tile = k2.input(part, imap=Map(rows), fmap=None)
-        env2[name] = k2.accum(tile, SUMS[kinds[name]])
-    for o in epilogue:
-        env2[o.outputs[0]] = k2.apply(o.kind, *[env2[t] for t in o.inputs], **o.attr)
-    (out,) = bg.output_ops
-    k2.output(env2[out.inputs[0]], omap=out.attr["omap"])
-    (result,) = g.customized(k2)
-    g.output(result)
-    return g.build()
+        rank = len(rows[0]) if rows else len(bg.shape(name))
+        tile = f"{part}_tile"
+        ops2.append(Op.make("input", (), [tile], {"imap": Map(rows),
+                                                   "fmap": Map.concrete([-1], rank)}))
+        kind = SUMS[kinds[name]]
+        ops2.append(Op.make(kind, [tile], [name], {"dimx": dimx} if kind == "redtox_ld_sum"
+                            else {}))
+    ops2 += epilogue
+    ops2 += bg.output_ops
+    k2 = BlockGraph(tuple(grid2), const(1), tuple(ops2), (), dimx)
+    ops = [o for o in graph.ops if o.kind == "input"]
+    ops.append(Op.make("customized", op.inputs, parts, block=k1))
+    ops.append(Op.make("customized", parts, op.outputs, block=k2))
+    ops += [o for o in graph.ops if o.kind == "output"]
+    shapes = tuple((t, graph.shape(t)) for t in graph.inputs)
+    program = infer_shapes(KernelGraph(tuple(ops), shapes, graph.name))
+    check(program)
+    return program
