@@ -742,7 +742,7 @@ class _Run:
             seen.add(key)
             if self.should_stop():
                 raise Stop
-            fid = self.generator._new_id()
+            fid = self.generator.new_id()
             self.result.generated += 1
             self.result.families.append(CompleteFamily(fid, program))
             if self.tracer.wants_events:
@@ -753,10 +753,8 @@ class _Run:
             found = self.check(program, fid)
             if found.modeled_us is not None and found.assignment is not None:
                 # a split program has more sizes than best_assignment enumerates whole
-                found.modeled_us, found.assignment = descended(
-                    program, self.config.device, (found.modeled_us, found.assignment))
-                if found.modeled_us < (self.ctx.incumbent_us or float("inf")):
-                    self.ctx.incumbent_us, self.ctx.incumbent_id = found.modeled_us, found.id
+                self._model(found, descended(program, self.config.device,
+                                             (found.modeled_us, found.assignment)))
 
     def _bound_recorder(self, ctx: Context, fam: Family) -> Pruned | None:
         """`cost_bound` on a worker: the same decision, and the family's bound remembered

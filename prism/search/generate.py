@@ -118,7 +118,7 @@ class Generator:
             random.Random(f"{self.cfg.seed}:{node!r}").shuffle(items)
         return items
 
-    def _new_id(self) -> str:
+    def new_id(self) -> str:
         self.count += 1
         return f"{self.id_prefix}{self.count}"
 
@@ -173,7 +173,7 @@ class Generator:
             except ShapeError:
                 continue
             args = ", ".join(kernel.tensors[i].name for i in operands)
-            fam = Family(self._new_id(), parent, "kernel", kind,
+            fam = Family(self.new_id(), parent, "kernel", kind,
                          f"kernel op {child.tensors[-1].name} = {kind}({args}{_shown(attrs)})",
                          child, None, child.tensors[-1], operands)
             if self.visit(fam):
@@ -245,7 +245,7 @@ class Generator:
                 continue
             what = "symbolic grid, loop and maps" if choice is None else \
                 choice.describe([s.name for s in sources])
-            fam = Family(self._new_id(), parent, "open", "customized",
+            fam = Family(self.new_id(), parent, "open", "customized",
                          f"custom kernel on {names}, {what}", kernel, block, None, operands)
             if self.visit(fam):
                 self.block_level(kernel, block, key, fam.id)
@@ -268,7 +268,7 @@ class Generator:
                 continue
             new = child.tensors[-1]
             args = ", ".join(block.tensors[i].name for i in operands)
-            fam = Family(self._new_id(), parent, "block", kind,
+            fam = Family(self.new_id(), parent, "block", kind,
                          f"block op {new.name} = {kind}({args}{_shown(attrs)})", kernel, child,
                          new, operands)
             if not self.visit(fam):
@@ -307,7 +307,7 @@ class Generator:
             self.cb.counted(pruned, parent)
             return True
         args = ", ".join(block.tensors[i].name for i in operands)
-        fam = Family(self._new_id(), parent, "block", kind,
+        fam = Family(self.new_id(), parent, "block", kind,
                      f"block op {name} = {kind}({args}{_shown(attrs)})", kernel, None,
                      Tensor(name, shape, term, accumulator or any(
                          block.tensors[i].post for i in operands)), operands)
@@ -394,7 +394,7 @@ class Generator:
                 if split is not None:
                     how = (f"partial sums over grid dim {split} ({replayed.grid[split]}), "
                            "concatenated along the last dim")
-                fam = Family(self._new_id(), parent, "close", "customized",
+                fam = Family(self.new_id(), parent, "close", "customized",
                              f"store {names} as kernel tensor{'s' if len(made) > 1 else ''} "
                              f"{stored}, {k} grid dim(s), {how}", child, None, made[-1])
                 if self.visit(fam):

@@ -240,19 +240,16 @@ class _Split:
     when its loop bit is 1; two such dims (of equal data dims, as the symbolic match found) are
     equal iff the same parallel dims split both."""
 
-    left: dict[str, str]
-    right: dict[str, str]
     bits: frozenset[str]
-
     # per parallel dim, the bit on each side (None: that side is never split by it)
-    pairs: tuple[tuple[str | None, str | None], ...] = ()
+    pairs: tuple[tuple[str | None, str | None], ...]
 
     @staticmethod
     def of(e: Equality) -> _Split:
         left, right = _slots(e.a), _slots(e.b)
         pairs = tuple((left.get(slot), right.get(slot))
                       for slot in sorted(left.keys() | right.keys()))
-        return _Split(left, right, frozenset(free_bits(e)), pairs)
+        return _Split(frozenset(free_bits(e)), pairs)
 
     def same(self, env: dict[str, int]) -> bool:
         """Whether the same parallel dims split both sides; every bit must be set."""

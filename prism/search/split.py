@@ -66,18 +66,17 @@ def split_loop(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
         return None, "the output's last dim is split by the grid"
     shapes = bg.shapes
     out_tile = shapes[out.inputs[0]]
+    # each accumulator is stored through the output's omap, plus a row for s: the last dim
     parts_rows: dict[str, tuple[tuple[Dim, ...], ...]] = {}
     for a in accs:
         tile = shapes[a.outputs[0]]
         if len(tile) != len(out_tile):
             return None, "an accumulator's rank differs from the output's"
-        rows = []
-        for row in omap.rows:
-            if any(e.value and tile[d] == const(1) != out_tile[d] for d, e in enumerate(row)):
-                return None, "the grid splits a dim an accumulator broadcasts"
-            rows.append(row)
+        if any(e.value and tile[d] == const(1) != out_tile[d]
+               for row in omap.rows for d, e in enumerate(row)):
+            return None, "the grid splits a dim an accumulator broadcasts"
         last = tuple(const(1 if d == len(tile) - 1 else 0) for d in range(len(tile)))
-        parts_rows[a.outputs[0]] = (*rows, last)
+        parts_rows[a.outputs[0]] = (*omap.rows, last)
     widths = {shapes[a.outputs[0]][-1] for a in accs if a.kind == "nored"}
     if len(widths) > 1 or any(not w.is_const for w in widths):
         return None, "the summed parts have no one constant width"
@@ -111,7 +110,8 @@ def _build(graph: KernelGraph, op: Op, s: str, parts_rows: dict[str, tuple[tuple
     for o in bg.ops:
         if o.kind == "input":
             imap, fmap = o.attr["imap"], o.attr["fmap"]
-            # the new grid dim splits what the loop walks (an input it does not walk: no row)
+            # the new grid dim splits what the loop walks (an input it does not walk gets a
+            # row of zeros: every split reads all of it)
             ops1.append(Op.make("input", (), o.outputs,
                                 {"imap": Map((*imap.rows, fmap.rows[0])), "fmap": fmap}))
         elif o.kind != "output" and (o.outputs[0] not in post or o.outputs[0] in acc_out):
@@ -125,15 +125,15 @@ def _build(graph: KernelGraph, op: Op, s: str, parts_rows: dict[str, tuple[tuple
     for size in bg.grid:
         grid2.append(size if size.is_const else var(_fresh(f"{size}_2", taken)))
         taken = {*taken, str(grid2[-1])}
-    kinds = {a.outputs[0]: a.kind for a in bg.accumulators}
     ops2: list[Op] = []
-    for name, part in zip(order, parts, strict=True):
+    for acc, part in zip(bg.accumulators, parts, strict=True):
+        name = acc.outputs[0]
         rows = parts_rows[name][:-1]
         rank = len(rows[0]) if rows else len(bg.shape(name))
         tile = f"{part}_tile"
         ops2.append(Op.make("input", (), [tile], {"imap": Map(rows),
                                                    "fmap": Map.concrete([-1], rank)}))
-        kind = SUMS[kinds[name]]
+        kind = SUMS[acc.kind]
         ops2.append(Op.make(kind, [tile], [name], {"dimx": dimx} if kind == "redtox_ld_sum"
                             else {}))
     ops2 += epilogue
