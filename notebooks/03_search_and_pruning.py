@@ -3,7 +3,8 @@
 #
 # Notebook `02` ended with the search's candidates. This notebook opens the search itself. Even
 # with the small caps below, the search could build far too many programs to check one by one
-# (section 4 counts how many). It gets through them because it never looks at most of them.
+# (section 4 switches each rule off and counts the families it then has to build). It gets
+# through them because it never looks at most of them.
 #
 # The search builds a program one decision at a time: open a custom kernel on some inputs, add a
 # block op, add an accumulator, store the block's result, add a pre-defined kernel. Each partial
@@ -293,8 +294,9 @@ for name, found in (("default device", result), ("small device", small)):
 # latency of every member of the family. Per kernel, the bound takes the larger of two times:
 # its inputs read once and its output written once at full HBM bandwidth, or its FLOPs at peak.
 # Then it adds the kernel's launch. If even that bound is worse than the incumbent, nothing in
-# the family can win: `not_better`. Read the description: the family stores kernel tensor `t3`,
-# so another kernel came before it, and the bound charges both of them.
+# the family can win: `not_better`. Read the description: the kernel tensor the family stores
+# (its id is printed below, and differs from run to run) was made by an earlier kernel, and the
+# bound charges both kernels.
 
 # %%
 bounded = [e for e in prunes if e.rule == "cost_bound"]

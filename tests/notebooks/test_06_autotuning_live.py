@@ -55,6 +55,13 @@ def test_06_the_roofline_is_bytes_over_bandwidth_plus_a_launch(run):
             max(float(memory), float(compute)) + float(launch), abs=2e-3)
         assert float(eager) == pytest.approx(want["eager_us"], abs=1e-3)
         assert float(roofline) < float(eager)
+        assert float(compute) < float(memory)    # memory bound on every GPU, as the prose says
+    # "single-digit FLOPs per byte", as section 1 prints it
+    intensity = re.search(r"([0-9.]+) FLOP per byte$", done.text, re.M)
+    assert intensity and 1 <= float(intensity[1]) < 10
+    prose = " ".join(" ".join(c.source.split()) for c in done.nb.cells
+                     if c.cell_type == "markdown")
+    assert "single-digit FLOPs per byte" in prose
 
 
 @pytest.mark.slow
