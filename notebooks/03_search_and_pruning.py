@@ -3,8 +3,8 @@
 #
 # Notebook `02` ended with the search's candidates. This notebook opens the search itself. Even
 # with the small caps below, the search could build far too many programs to check one by one
-# (section 4 switches each rule off and counts the families it then has to build). It gets
-# through them because it never looks at most of them.
+# (section 4 switches each rule off and counts the work it then has to do). It gets through
+# them because it never looks at most of them.
 #
 # The search builds a program one decision at a time: open a custom kernel on some inputs, add a
 # block op, add an accumulator, store the block's result, add a pre-defined kernel. Each partial

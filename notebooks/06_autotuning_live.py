@@ -373,7 +373,8 @@ else:
 #
 # - The **roofline** is bytes ÷ bandwidth or FLOPs ÷ peak, whichever is larger, plus one launch.
 #   Programs like this one do single-digit FLOPs per byte (section 1 prints the figure), far
-#   below the hundreds a GPU's peak needs, so they are memory bound on every GPU in the table.
+#   below the 150–300 a GPU's fp16 peak needs, so they are memory bound on every GPU in the
+#   table.
 # - The cost model **screens** every configuration in microseconds. Its breakdown says why a grid
 #   size wins: enough blocks to keep every SM busy, and no more, since each extra block re-reads
 #   the replicated tensor from L2. Where it cannot tell members apart (the loop range here),
