@@ -6,9 +6,11 @@ statement, and the kind of its soundness evidence: `smt` (proved by z3 over unbo
 tensors as functions from integer indices to reals, sizes symbolic, sums as uninterpreted
 functions of their summands under the laws of finite sums — for every shape situation the
 condition admits, see `prism.smt`) or `random` (a randomized float64 check only, see
-`prism.expr.evidence`). Every axiom today is `smt`; the randomized check runs for every axiom as
-well, as a second, independent one. `tests/expr/test_smt.py` and `tests/expr/test_axioms.py` run
-the evidence.
+`prism.expr.evidence`). Two are `random`, and their statements say what they assume: `exp-rescale`
+(a property of exp, which the solver leaves uninterpreted) and `max-of-chunk-maxes` (a row max is
+the solver's uninterpreted function of the row). The randomized check runs for every axiom,
+for the `smt` ones as a second, independent check. `tests/expr/test_smt.py` and
+`tests/expr/test_axioms.py` run the evidence.
 
 Conditions are data (`Condition(word, args)`) and read the tensor analysis (axes and symbolic
 shapes) and atoms only, so the e-graph, the proof checker and the egglog oracle decide them
@@ -300,6 +302,18 @@ _ALGEBRA = [
     _ax("matmul-div-rows", "(matmul (div ?a ?b) ?c)", "(div (matmul ?a ?c) ?b)",
         "(A / b) C = (A C) / b when b is one value per row (last dim 1)", "smt", "algebra",
         both=True, condition=last_size_one("?b")),
+    _ax("matmul-mul-rows", "(matmul (mul ?a ?b) ?c)", "(mul (matmul ?a ?c) ?b)",
+        "(A · b) C = (A C) · b when b is one value per row (last dim 1)", "smt", "algebra",
+        both=True, condition=last_size_one("?b")),
+    _ax("sum-mul-rows", "(sum (mul ?a ?b) ?d)", "(mul (sum ?a ?d) ?b)",
+        "Σ_d (a · b) = (Σ_d a) · b when b is one value along d", "smt", "algebra", both=True,
+        condition=size_one("?b", "?d")),
+    # The online-softmax rescaling (FlashAttention's recurrence, flash-decoding's merge): a part's
+    # sums taken under its own max m, times e^(m − M), are the sums under M. A property of exp,
+    # which the solver does not interpret (any function would do for it): the evidence is random.
+    _ax("exp-rescale", "(mul (exp (sub ?x ?a)) (exp (sub ?a ?b)))", "(exp (sub ?x ?b))",
+        "e^(x − a) · e^(a − b) = e^(x − b) (a and b of one shape); assumes e^u · e^v = e^(u + v)",
+        "random", "algebra", condition=same_shape("?a", "?b")),
     # Without an epsilon (Mirage's rms_norm, eps 0) the definition has no `add_scalar`, so the
     # search's RMS accumulator matches it as it is; with one, the epsilon is added.
     _ax("rms-norm-definition", "(rms_norm ?x ?d 0.0)", "(div ?x (sqrt (mean (square ?x) ?d)))",
@@ -419,6 +433,12 @@ def _movement() -> list[Axiom]:
         _ax("mean-of-comb", "(mean (comb ?t ?d ?g) ?d)", "(mred (mean ?t ?d) ?g)",
             "the mean over a concatenation of equal pieces is the mean of their means",
             "smt", "reduction"),
+        # A row max is the solver's uninterpreted function of the row (`prism.smt`), which has
+        # no law of partitions: the evidence is random.
+        _ax("max-of-chunk-maxes", "(max (comb (max (part ?t ?d ?g) ?d) ?d ?g) ?d)", "(max ?t ?d)",
+            "the max over the concatenated maxes of a dim's chunks is the max over the dim; "
+            "assumes max is associative and commutative (max over a partition is the max of the "
+            "parts' maxes)", "random", "reduction"),
         _ax("red-sum-commute", "(red (sum ?t ?d) ?g)", "(sum (red ?t ?g) ?d)",
             "a sum along an axis and a sum over a dim commute", "smt", "reduction",
             both=True),

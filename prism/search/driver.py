@@ -727,34 +727,59 @@ class _Run:
         self.stop_reason = self.stop_reason or stopped
 
     def _split_programs(self) -> None:
-        from prism.search.audit import descended
-        from prism.search.split import split_loop
+        from prism.search.audit import best_assignment, descended
+        from prism.search.split import split_loop, split_softmax
         seen: set[str] = set()
+        device = self.config.device
         for cand in list(self.result.candidates):
             if cand.verdict.verdict != "equivalent" or cand.graph.num_kernels != 1:
                 continue
             program, _why = split_loop(cand.graph)
-            if program is None:
+            if program is not None and self._new_split(program, seen):
+                fid = self._split_family(cand, program, "with its loop split across blocks: "
+                                         "partial sums, then a second kernel that sums them "
+                                         "(flash-decoding)")
+                found = self.check(program, fid)
+                if found.modeled_us is not None and found.assignment is not None:
+                    # a split program has more sizes than best_assignment enumerates whole
+                    self._model(found, descended(program, device,
+                                                 (found.modeled_us, found.assignment)))
+            program, _why = split_softmax(cand.graph)
+            if program is None or not self._new_split(program, seen):
                 continue
-            key = json.dumps(graph_to_json(replace(program, name="")), sort_keys=True)
-            if key in seen:
+            # The rescaling meets kernel 1's parts only where both kernels' axes have one
+            # size (`translate`'s concrete mode): the member the model picks is proved, on its
+            # own, and is the candidate (no other member of the family is claimed).
+            start = best_assignment(program, device)
+            if start is None:
                 continue
-            seen.add(key)
-            if self.should_stop():
-                raise Stop
-            fid = self.generator.new_id()
-            self.result.generated += 1
-            self.result.families.append(CompleteFamily(fid, program))
-            if self.tracer.wants_events:
-                self.tracer.emit(FamilyGenerated(
-                    fid, cand.family, f"{cand.id} with its loop split across blocks: "
-                    "partial sums, then a second kernel that sums them (flash-decoding)",
-                    graph_to_json(program) if self.config.record_graphs else None))
-            found = self.check(program, fid)
-            if found.modeled_us is not None and found.assignment is not None:
-                # a split program has more sizes than best_assignment enumerates whole
-                self._model(found, descended(program, self.config.device,
-                                             (found.modeled_us, found.assignment)))
+            _us, env = descended(program, device, start)
+            member = substitute_graph(program, env)
+            fid = self._split_family(cand, member, "with its keys split across blocks: each "
+                                     "part's row max and the sums under it, then a second kernel "
+                                     "that rescales them to the max of the maxes and sums them "
+                                     "(log-sum-exp split, flash-decoding)")
+            self.check(member, fid)
+
+    def _new_split(self, program: KernelGraph, seen: set[str]) -> bool:
+        key = json.dumps(graph_to_json(replace(program, name="")), sort_keys=True)
+        if key in seen:
+            return False
+        seen.add(key)
+        if self.should_stop():
+            raise Stop
+        return True
+
+    def _split_family(self, cand: Candidate, program: KernelGraph, what: str) -> str:
+        """A family of its own for a split program, under the candidate's family."""
+        fid = self.generator.new_id()
+        self.result.generated += 1
+        self.result.families.append(CompleteFamily(fid, program))
+        if self.tracer.wants_events:
+            self.tracer.emit(FamilyGenerated(
+                fid, cand.family, f"{cand.id} {what}",
+                graph_to_json(program) if self.config.record_graphs else None))
+        return fid
 
     def _bound_recorder(self, ctx: Context, fam: Family) -> Pruned | None:
         """`cost_bound` on a worker: the same decision, and the family's bound remembered

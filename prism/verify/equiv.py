@@ -140,18 +140,35 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
     verdict = _prove(target, candidate, limits, clock, notes, gaps, table, concrete=False)
     if verdict is None and candidate.custom_ops and not candidate.free_vars():
         verdict = _prove(target, candidate, limits, clock, notes, gaps, table, concrete=True)
+        if verdict is None and _loop_meets_grid(candidate):
+            verdict = _prove(target, candidate, limits, clock, notes, gaps, table, concrete=True,
+                             loop_first=True)
     return verdict if verdict is not None else \
         _fallback(target, candidate, clock, notes, gaps[-1] if gaps else None)
 
 
+def _loop_meets_grid(candidate: KernelGraph) -> bool:
+    """Some kernel after the first has a loop range equal to one of its grid sizes: named by
+    size, the two axes take the name the kernel before it used in the order they are named, so
+    a concatenation it walks meets its grid axis rather than its loop (`translate`'s
+    `loop_first` names the loop first)."""
+    blocks = [b for _, b in candidate.iter_blocks()]
+    return any(not _one(b.forloop_range) and b.forloop_range in b.grid for b in blocks[1:])
+
+
+def _one(d: Any) -> bool:
+    return bool(d.is_const and d.value == 1)
+
+
 def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _Clock,
-           notes: list[str], gaps: list[dict[str, Any]], table: list[Rule], concrete: bool
-           ) -> Verdict | None:
+           notes: list[str], gaps: list[dict[str, Any]], table: list[Rule], concrete: bool,
+           loop_first: bool = False) -> Verdict | None:
     """A checked proof, or None with the reason appended to `notes` (and, when the e-graph
     saturated, where the terms came closest appended to `gaps`)."""
     tgt = translate(target)
     try:
-        cand = translate(candidate, input_names=tgt.inputs, concrete_sizes=concrete)
+        cand = translate(candidate, input_names=tgt.inputs, concrete_sizes=concrete,
+                         loop_first=loop_first)
     except PrismError as e:  # a graph the terms cannot express is no program to prove
         return Verdict("invalid", "translate", clock(),
                        reason=f"the candidate cannot be translated: {e}")
@@ -177,7 +194,8 @@ def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _
                        egraph_view=egraph.neighbourhood(pairs[0][1]))
     stop = {"saturated": "the axioms cannot show it (saturated)"}.get(
         report.stop_reason, f"limit reached ({report.stop_reason})")
-    notes.append(f"{stop} with {'concrete' if concrete else 'symbolic'} sizes: {report}")
+    order = ", the loop's axis named first" if loop_first else ""
+    notes.append(f"{stop} with {'concrete' if concrete else 'symbolic'} sizes{order}: {report}")
     if report.stop_reason == "saturated":
         k, (left, right) = next((k, p) for k, p in enumerate(pairs)
                                 if egraph.find(p[0]) != egraph.find(p[1]))

@@ -59,12 +59,14 @@ class Translation:
 
 
 def translate(graph: KernelGraph, input_names: Sequence[str] | None = None,
-              concrete_sizes: bool = False) -> Translation:
+              concrete_sizes: bool = False, loop_first: bool = False) -> Translation:
     """One term per graph output, over the graph's inputs: leaves named by `tensor_leaf`, or by
     `input_names` in input order (to read a candidate over the target's inputs).
 
     Axes are opaque symbols (one proof for every size) unless `concrete_sizes` and a custom
-    kernel's sizes are all constants: then they are named by their sizes (see `_AxisNames`)."""
+    kernel's sizes are all constants: then they are named by their sizes (see `_AxisNames`),
+    the grid's first, or the loop's first with `loop_first` (a kernel whose loop walks what
+    the kernel before it concatenated along a grid axis of the same size as one of its own)."""
     names = list(input_names) if input_names is not None else \
         [tensor_leaf(t) for t in graph.inputs]
     leaves = dict(zip(graph.inputs, names, strict=True))
@@ -81,7 +83,8 @@ def translate(graph: KernelGraph, input_names: Sequence[str] | None = None,
                 raise PrismError("a custom kernel without a block graph cannot be translated")
             suffix = str(kernels) if kernels else ""
             kernels += 1
-            outs = _block(op.block, [env[t] for t in op.inputs], suffix, sizes, concrete_sizes)
+            outs = _block(op.block, [env[t] for t in op.inputs], suffix, sizes, concrete_sizes,
+                          loop_first)
             env.update(zip(op.outputs, outs, strict=True))
         else:
             env[op.outputs[0]] = _compute(op, [env[t] for t in op.inputs],
@@ -157,11 +160,15 @@ class _AxisNames:
 
 
 def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Dim],
-           concrete: bool) -> list[Term]:
+           concrete: bool, loop_first: bool = False) -> list[Term]:
     names = _AxisNames(bg, suffix, sizes, concrete)
+    loop = None
+    if loop_first and not _is_one(bg.forloop_range):
+        loop = names.name("F", bg.forloop_range)
     axes = [(p, names.name(GRID_AXES[p], size)) for p, size in enumerate(bg.grid)
             if not _is_one(size)]
-    loop = None if _is_one(bg.forloop_range) else names.name("F", bg.forloop_range)
+    if not loop_first and not _is_one(bg.forloop_range):
+        loop = names.name("F", bg.forloop_range)
     env: dict[str, Term] = {}
     # A pre-loop tensor that is the same in every iteration (read from tiles the loop does not
     # walk) has a term without the loop axis too, for the ops after the loop that read it.
