@@ -481,7 +481,9 @@ def search_config_for(graph: KernelGraph, budget_s: float,
 
     The split move is on (`SearchConfig.split_loops`): a proved one-kernel program whose loop
     only sums is also tried with its loop split across blocks and a second kernel summing the
-    parts, which is how attention over many keys fills the device (split-key attention).
+    parts, which is how attention over many keys fills the device (split-key attention); one
+    that takes a row max over the keys (safe softmax) is tried with the keys split and the
+    parts merged by their maxes (log-sum-exp split).
 
     Pass a `SearchConfig` (or `--block-ops` on the command line) to search more widely. The
     device (the default one when None) sets the hardware rule's limits and the cost model."""

@@ -53,6 +53,7 @@ appear only as `repr` string literals, sizes are ints and attributes numbers.
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
 import math
 import re
@@ -68,7 +69,7 @@ from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
 from prism.ir.ops import OPS, with_defaults
 from prism.ir.spec import check, substitute_graph
 
-NUM_WARPS = 4          # Prism's and Mirage's fixed 128-thread block
+NUM_WARPS = 4          # Prism's and Mirage's 128-thread block: the default of the tuner's knob
 MIN_DOT = 16           # tl.dot's smallest dim; tiles are padded to at least this
 NEG_INF = "float('-inf')"
 COMBINE_BLOCK = 256    # output elements one block of a combine kernel adds (2 a thread)
@@ -102,6 +103,10 @@ class TritonProgram:
     outputs: tuple[str, ...]
     name: str = ""
     combines: tuple[KernelSource, ...] = ()
+    # Triton's launch knobs, the same for every kernel of the program (the tuner's `knobs`):
+    # warps per block, and software-pipelining stages of a loop (None: Triton's default)
+    num_warps: int = NUM_WARPS
+    num_stages: int | None = None
 
     @property
     def triton_kernels(self) -> tuple[KernelSource, ...]:
@@ -111,9 +116,15 @@ class TritonProgram:
 
 
 def generate(graph: KernelGraph, assignment: Mapping[str, int] | None = None,
-             name: str = "", dtype: DType | Any = DEFAULT_DTYPE) -> TritonProgram:
+             name: str = "", dtype: DType | Any = DEFAULT_DTYPE, num_warps: int = NUM_WARPS,
+             num_stages: int | None = None) -> TritonProgram:
     """The Triton module for `graph` (symbolic graphs need an `assignment` of every variable),
-    generated for tensors of `dtype` (its PTX signatures; IEEE fp32 dots for float32)."""
+    generated for tensors of `dtype` (its PTX signatures; IEEE fp32 dots for float32), its
+    kernels launched with `num_warps` warps and `num_stages` pipelining stages (None: Triton's
+    default)."""
+    if num_warps not in (1, 2, 4, 8, 16, 32) or (num_stages is not None and num_stages < 1):
+        raise CodegenError(f"num_warps must be a power of two up to 32 and num_stages ≥ 1, "
+                           f"got {num_warps} and {num_stages}")
     if assignment:
         graph = substitute_graph(graph, assignment)
     if graph.free_vars():
@@ -121,7 +132,10 @@ def generate(graph: KernelGraph, assignment: Mapping[str, int] | None = None,
                            f"{sorted(graph.free_vars())}; pass an assignment (grid sizes, loop "
                            "ranges and map bits) to generate code for one member of the family")
     check(graph)
-    return _Module(graph, name or graph.name, get_dtype(dtype)).build()
+    module = _Module(graph, name or graph.name, get_dtype(dtype))
+    module.launch = f"num_warps={num_warps}" + \
+        (f", num_stages={num_stages}" if num_stages is not None else "")
+    return dataclasses.replace(module.build(), num_warps=num_warps, num_stages=num_stages)
 
 
 # -- names -----------------------------------------------------------------------------------------
@@ -248,6 +262,7 @@ class _Module:
         self.name = name
         self.dtype = dtype
         self.names = Namer()
+        self.launch = f"num_warps={NUM_WARPS}"      # the kernels' launch knobs
         self.shapes = {t: tuple(d.value for d in s) for t, s in graph.tensors}
         # Every tensor the kernels read is contiguous, except inputs seen through a view (a
         # dim of size 1 keeps its contiguous stride: it is never stepped over)
@@ -363,7 +378,7 @@ class _Module:
             else:
                 lines.append(f"{var} = _alloc({self.shapes[t]!r}, dtype, device)")
                 args.append(var)
-        lines.append(f"{kname}[{grid!r}]({', '.join(args)}, num_warps={NUM_WARPS})")
+        lines.append(f"{kname}[{grid!r}]({', '.join(args)}, {self.launch})")
         combines: list[KernelSource] = []
         for j, t in enumerate(op.outputs):
             if j not in buffers:
@@ -374,7 +389,7 @@ class _Module:
             body += "\n\n" + source
             lines += [f"# {var}: the sum of {kname}'s partial tiles, added by {cs.name}",
                       f"{var} = _alloc({self.shapes[t]!r}, dtype, device)",
-                      f"{cs.name}[{cs.grid!r}]({buffers[j]}, {var}, num_warps={NUM_WARPS})"]
+                      f"{cs.name}[{cs.grid!r}]({buffers[j]}, {var}, {self.launch})"]
         sig = tuple(zip(emitter.arg_names, emitter.arg_types, strict=True))
         return KernelSource(kname, grid, sig, op.outputs[0]), combines, body, lines
 

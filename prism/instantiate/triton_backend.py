@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from prism.errors import PrismError
-from prism.instantiate.codegen import NUM_WARPS, TritonProgram
+from prism.instantiate.codegen import TritonProgram
 
 HOPPER = ("cuda", 90, 32)
 
@@ -99,17 +99,17 @@ class Compiled:
 
 
 def compile_ptx(program: TritonProgram, target: tuple[str, int, int] = HOPPER,
-                num_warps: int = NUM_WARPS, timeout_s: float = 300.0) -> list[Compiled]:
+                timeout_s: float = 300.0) -> list[Compiled]:
     """Every kernel of `program` compiled offline for `target` (no GPU needed), in a subprocess
     that imports Triton in compiling mode; a `CompileError` names the kernel that failed."""
-    (result,) = compile_many([program], target, num_warps, timeout_s)
+    (result,) = compile_many([program], target, timeout_s)
     if isinstance(result, CompileError):
         raise result
     return result
 
 
 def compile_many(programs: Sequence[TritonProgram], target: tuple[str, int, int] = HOPPER,
-                 num_warps: int = NUM_WARPS, timeout_s: float = 600.0,
+                 timeout_s: float = 600.0,
                  on_done: Callable[[int, list[Compiled] | CompileError], None] | None = None,
                  ) -> list[list[Compiled] | CompileError]:
     """Compile several programs in one subprocess (it pays Triton's and torch's import once),
@@ -117,9 +117,11 @@ def compile_many(programs: Sequence[TritonProgram], target: tuple[str, int, int]
     its `CompileError` in its place, and the others go on."""
     results: list[list[Compiled] | CompileError] = [
         CompileError("not compiled: the compiler stopped first") for _ in programs]
-    request = {"target": list(target), "num_warps": num_warps, "programs": [
+    request = {"target": list(target), "programs": [
         {"path": str(write_module(p)), "kernels": [[k.name, dict(k.signature)]
-                                                   for k in p.triton_kernels]}
+                                                   for k in p.triton_kernels],
+         "options": {"num_warps": p.num_warps,
+                     **({"num_stages": p.num_stages} if p.num_stages is not None else {})}}
         for p in programs]}
     _setup_env()
     env = {**os.environ, "TRITON_INTERPRET": "0"}
@@ -175,7 +177,7 @@ def _compile_request(request: dict[str, Any]) -> None:
             try:
                 compiled: Any = triton.compile(ASTSource(getattr(module, name), signature, {}),
                                                target=target,
-                                               options={"num_warps": request["num_warps"]})
+                                               options=item["options"])
             except Exception as e:  # Triton raises its own and MLIR errors; name the kernel
                 text = str(e).strip()
                 first = text.splitlines()[0] if text else type(e).__name__

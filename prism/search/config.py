@@ -80,8 +80,11 @@ class SearchConfig:
     concrete: frozenset[str] = frozenset()
     # The split move (`prism.search.split`): after the depth-first search, each proved
     # one-kernel program whose loop only sums is also tried with that loop split across
-    # blocks and a second custom kernel summing the parts (split-key attention), whatever
-    # `max_custom_kernels` says; verified as every candidate is. Off in Prism's defaults.
+    # blocks and a second custom kernel summing the parts (split-key attention), and each
+    # that takes a row max over keys it holds whole with the keys split across blocks and a
+    # second kernel that rescales the parts to the max of the maxes (log-sum-exp split),
+    # whatever `max_custom_kernels` says; verified as every candidate is. Off in Prism's
+    # defaults.
     split_loops: bool = False
 
     def __post_init__(self) -> None:

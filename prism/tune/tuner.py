@@ -14,6 +14,11 @@
 3. the best finalist wins: by the backend's latency, except that interpreted timings rank nothing
    (they are CPU wall times), so the interpreter's finalists are ranked by the model.
 
+Triton's own knobs are tuning parameters too (`Config.knobs`: `num_warps`, `num_stages`). Only a
+measuring backend can rank them (the model and the interpreter give every setting one number),
+so with one the best `KNOB_FINALISTS` finalists are also tried at each setting of `KNOBS`;
+otherwise every kernel is launched with Triton's defaults and 4 warps (Prism's 128 threads).
+
 Measurements are cached in a `ResultDB` under a key holding everything that can invalidate them
 (the device's dtype among them). Programs are generated for the device's dtype.
 """
@@ -25,12 +30,12 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prism.cost import DeviceSpec, modeled, roofline_us
 from prism.errors import PrismError
-from prism.instantiate.codegen import TritonProgram, generate
+from prism.instantiate.codegen import NUM_WARPS, TritonProgram, generate
 from prism.ir.graph import KernelGraph
 from prism.ir.serialize import graph_to_json
 from prism.ir.spec import substitute_graph
@@ -39,20 +44,30 @@ from prism.tune.backends import Backend
 from prism.tune.database import ResultDB, result_key, source_version
 
 MAX_TRIALS = 8
+# Triton's launch knobs a measuring backend tries on its best finalists (the first is the
+# default every other backend launches with); num_stages None is Triton's own default
+KNOBS: tuple[tuple[tuple[str, int], ...], ...] = (
+    (), (("num_warps", 8),), (("num_stages", 2), ("num_warps", 4)),
+    (("num_stages", 2), ("num_warps", 8)))
+KNOB_FINALISTS = 3
 
 
 @dataclass(frozen=True)
 class Config:
-    """One concrete kernel to try: a verified candidate and an assignment of its sizes."""
+    """One concrete kernel to try: a verified candidate, an assignment of its sizes, and
+    Triton's launch knobs (sorted (name, value): `num_warps`, `num_stages`; none: defaults)."""
 
     candidate: str
     graph: KernelGraph                      # the candidate (sizes may be symbolic)
     params: tuple[tuple[str, int], ...]     # sorted (variable, value)
+    knobs: tuple[tuple[str, int], ...] = ()
 
     @property
     def id(self) -> str:
         inside = ",".join(f"{k}={v}" for k, v in self.params)
-        return f"{self.candidate}[{inside}]"
+        knobs = "".join(f",{k}={v}" for k, v in self.knobs)
+        return f"{self.candidate}[{inside}{knobs}]" if inside or not knobs else \
+            f"{self.candidate}[{knobs[1:]}]"
 
     def concrete(self) -> KernelGraph:
         return substitute_graph(self.graph, dict(self.params)) if self.params else self.graph
@@ -83,7 +98,8 @@ class Trial:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.config.id, "candidate": self.config.candidate,
-                "params": dict(self.config.params), "modeled_us": _num(self.modeled_us),
+                "params": dict(self.config.params), "knobs": dict(self.config.knobs),
+                "modeled_us": _num(self.modeled_us),
                 "latency_us": _num(self.latency_us), "kind": self.kind, "error": self.error,
                 "cached": self.cached,
                 **({"not_measured": self.not_measured} if self.not_measured else {})}
@@ -134,6 +150,8 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
     ranked = sorted((t for t in screened if math.isfinite(t.modeled_us)),
                     key=lambda t: (t.modeled_us, t.config.id))
     finalists = _distinct(ranked, max_trials)
+    if backend.kind == "measured":
+        finalists = with_knobs(finalists)
     result = TuningResult(screened, finalists, backend.name, backend.kind)
     context = _context(backend, device)
 
@@ -211,6 +229,19 @@ def _distinct(ranked: list[Trial], limit: int) -> list[Trial]:
     return out
 
 
+def with_knobs(finalists: list[Trial], knobs: Sequence[tuple[tuple[str, int], ...]] = KNOBS,
+               top: int = KNOB_FINALISTS) -> list[Trial]:
+    """The finalists, the best `top` of them (by the model) also at each setting of `knobs`:
+    one trial per setting, modeled alike (the model does not see the knobs)."""
+    out: list[Trial] = []
+    for k, trial in enumerate(finalists):
+        settings = knobs if k < top else knobs[:1]
+        out += [trial if not setting else
+                Trial(replace(trial.config, knobs=setting), trial.modeled_us)
+                for setting in settings]
+    return out
+
+
 def _anonymous(doc: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k != "name"}
 
@@ -221,7 +252,7 @@ def _emit(tracer: Tracer, trial: Trial, device: DeviceSpec) -> None:
 
 
 def _params_json(trial: Trial) -> dict[str, Any]:
-    out: dict[str, Any] = dict(trial.config.params)
+    out: dict[str, Any] = {**dict(trial.config.params), **dict(trial.config.knobs)}
     if trial.error:
         out["error"] = trial.error
     return out
@@ -243,8 +274,10 @@ def _screen(config: Config, device: DeviceSpec, tracer: Tracer) -> Trial:
 
 def _generate(trial: Trial, device: DeviceSpec) -> None:
     try:
+        knobs = dict(trial.config.knobs)
         trial.program = generate(trial.config.concrete(), name=trial.config.id,
-                                 dtype=device.dtype)
+                                 dtype=device.dtype, num_warps=knobs.get("num_warps", NUM_WARPS),
+                                 num_stages=knobs.get("num_stages"))
     except PrismError as e:
         trial.error = str(e)
 
