@@ -66,7 +66,7 @@ from prism.instantiate.lowering import POW_HELPER, RMS_NORM_HELPER
 from prism.ir.dims import evaluate
 from prism.ir.dtypes import DEFAULT_DTYPE, DType, get_dtype
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
-from prism.ir.ops import OPS, with_defaults
+from prism.ir.ops import OPS, RESCALED, with_defaults
 from prism.ir.spec import check, substitute_graph
 
 NUM_WARPS = 4          # Prism's and Mirage's 128-thread block: the default of the tuner's knob
@@ -749,7 +749,29 @@ class _Kernel:
         self.vals[bop.outputs[0]] = val
         return [comment, f"{val.var} = {expr}"], val
 
+    def _rescale(self, bop: Op) -> tuple[list[str], list[str], list[str]]:
+        """`nored_rescale(x, m)`: FlashAttention's recurrence. The sum is kept under the running
+        row max M (−inf before the first iteration): M' = max(M, m), then
+        total · e^(M − M') + x · e^(m − M'), so no term is ever e^(a large number)."""
+        x, m = (self.vals[t] for t in bop.inputs)
+        name = bop.outputs[0]
+        val = self._new(name, [x], clean=x.clean)
+        val.invariant = False
+        run, new = self.names.fresh(f"{val.var}_max"), self.names.fresh(f"{val.var}_max_new")
+        init = [f"# {val.var} = nored_rescale({x.var}, {m.var}): fp32 sum over the for-loop, "
+                f"kept under the running max {run} of {m.var}",
+                f"{val.var} = tl.zeros({val.padded!r}, dtype=tl.float32)",
+                f"{run} = tl.full({m.padded!r}, {NEG_INF}, tl.float32)"]
+        step = [f"{new} = tl.maximum({run}, {m.f32})",
+                f"{val.var} = {val.var} * tl.exp({run} - {new}) + {x.f32} * tl.exp({m.f32} - "
+                f"{new})",
+                f"{run} = {new}"]
+        self.vals[name] = val
+        return init, step, []
+
     def _accumulate(self, bop: Op) -> tuple[list[str], list[str], list[str]]:
+        if bop.kind in RESCALED:
+            return self._rescale(bop)
         (x,) = [self.vals[t] for t in bop.inputs]
         name = bop.outputs[0]
         val = self._new(name, [x], clean=True)

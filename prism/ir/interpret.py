@@ -9,7 +9,8 @@ turn:
    into parts, outermost first by the grid dims that map to d (x, then y, then z), then by the
    loop, and the block at grid index (b_x, b_y, b_z) reads part (b_x, b_y, b_z, i) of that
    nesting; a grid dim that maps to no data dim of the input sees the whole dim (replicated);
-2. the loop body runs on the tiles; each accumulator adds its iteration's contribution;
+2. the loop body runs on the tiles; each accumulator adds its iteration's contribution
+   (`nored_rescale` runs the online-softmax recurrence, as a kernel does);
 3. after the loop, the accumulators finish (mean and rms divide by the row width × loop range) and
    the post-loop ops run once per block;
 4. each block output is stored by its omap: a grid dim that maps to data dim d concatenates the
@@ -27,10 +28,10 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from prism.errors import InputError
+from prism.errors import InputError, PrismError
 from prism.ir.dims import evaluate
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
-from prism.ir.ops import OPS
+from prism.ir.ops import OPS, RESCALED
 from prism.ir.semantics import FLOAT64, Semantics, SumBlocks
 from prism.ir.spec import check
 
@@ -174,6 +175,7 @@ def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
     after = [op for op in bg.ops if op.kind not in ("input", "output") and op not in accums
              and op.outputs[0] in post]
     totals: dict[str, np.ndarray] = {}
+    running: dict[str, np.ndarray] = {}       # nored_rescale: the running row max
     vals: dict[str, np.ndarray] = {}
     for i in range(loops):
         vals = {}
@@ -184,14 +186,21 @@ def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
         for op in body:
             vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
         for op in accums:
+            name = op.outputs[0]
+            if op.kind in RESCALED:
+                _rescale_step(semantics, name, vals[op.inputs[0]], vals[op.inputs[1]], totals,
+                              running)
+                continue
             acc = semantics.accumulate[op.kind]
             part = acc.step(vals[op.inputs[0]], op.attr)
-            name = op.outputs[0]
             # Steps add with `+`; a domain that must reduce its sums (modular) does it in finish.
             totals[name] = part if name not in totals else totals[name] + part
     # after the loop: the accumulated tiles, and the pre-loop tiles as the last iteration left
     # them (an op there reads only those the loop does not walk, the same in every iteration)
     for op in accums:
+        if op.kind in RESCALED:
+            vals[op.outputs[0]] = totals[op.outputs[0]]
+            continue
         acc = semantics.accumulate[op.kind]
         width = evaluate(bg.shape(op.inputs[0])[-1], env) * loops
         vals[op.outputs[0]] = acc.finish(totals[op.outputs[0]], width, op.attr)
@@ -199,3 +208,18 @@ def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
         vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
     return [store_tiles(vals[op.inputs[0]], _map_rows(op.attr["omap"], env), grid,
                         semantics.sum_blocks) for op in bg.output_ops]
+
+
+def _rescale_step(semantics: Semantics, name: str, x: np.ndarray, m: np.ndarray,
+                  totals: dict[str, np.ndarray], running: dict[str, np.ndarray]) -> None:
+    """One iteration of `nored_rescale`: the recurrence a kernel runs (FlashAttention's),
+    M' = max(M, m), total' = total · e^(M − M') + x · e^(m − M')."""
+    if semantics is not FLOAT64:
+        raise PrismError(f"nored_rescale has no {semantics.name} semantics (it takes e^x of its "
+                         "operands); interpret it in float64")
+    if name not in totals:
+        totals[name], running[name] = np.array(x, dtype=np.float64), m
+        return
+    new = np.maximum(running[name], m)
+    totals[name] = totals[name] * np.exp(running[name] - new) + x * np.exp(m - new)
+    running[name] = new

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from prism.errors import PrismError, ShapeError
-from prism.ir.dims import Dim, dim, evaluate, shape_str
+from prism.ir.dims import Dim, const, dim, evaluate, shape_str
 
 Shape = tuple[Dim, ...]
 Attrs = Mapping[str, Any]
@@ -223,6 +223,16 @@ def _last_to_dimx(shapes: list[Shape], attrs: Attrs) -> Shape:
 
 
 # -- reference semantics (float64) ---------------------------------------------------------------
+
+def _rescaled(shapes: list[Shape], attrs: Attrs) -> Shape:
+    """`nored_rescale(x, m)`: x's shape; m one value per row of x (its last dim 1)."""
+    x, m = shapes
+    if len(m) != len(x) or m[-1] != const(1) or not all(
+            dims_match(a, b) or b == const(1) for a, b in zip(x[:-1], m[:-1], strict=True)):
+        raise ShapeError(f"nored_rescale(x, m) needs m of one value per row of x (x's shape with "
+                         f"a last dim of 1), got x {shape_str(x)}, m {shape_str(m)}")
+    return x
+
 
 def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Reference:
     def ref(xs: list[np.ndarray], attrs: Attrs, lead: int) -> np.ndarray:
@@ -555,7 +565,18 @@ OPS: dict[str, OpDef] = {o.name: o for o in [
           optional={"eps": 0.0} if kind == "red_ld_rms" else {},
           passes=(lambda i, need: min(need, NONZERO)) if kind == "red_ld_rms" else None)
       for kind, acc in ACCUMULATIONS.items()],
+    # The online-softmax accumulator (FlashAttention's recurrence): each iteration's tile x was
+    # taken under its own row max m; the sum is kept under the running max M of the m seen so
+    # far, rescaled by e^(M_old − M_new) as M grows, so after the loop it is Σ_i x_i · e^(m_i − M)
+    # with M the max of every m_i. Two operands, so not an `Accumulation` (interpreter, verifier
+    # and code generator each handle it by name).
+    _op("nored_rescale", "accum", _B, 2, _rescaled, None, (),
+        doc="for-loop accumulator: Σ_iter x · e^(m − max_iter m), kept under a running max",
+        structural=True, flops=4),
 ]}
+
+# The accumulators that take a row max beside their tile (`nored_rescale`).
+RESCALED = frozenset({"nored_rescale"})
 
 COMPUTE_CATEGORIES = frozenset({"unary", "binary", "scalar", "matmul", "reduce", "norm"})
 

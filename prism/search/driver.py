@@ -706,7 +706,9 @@ class _Run:
 
     def split_pass(self) -> None:
         """`SearchConfig.split_loops`: every proved one-kernel candidate whose loop only sums,
-        also with its loop split across blocks (`prism.search.split`), each such program a
+        also with its loop split across blocks, and every one that takes a row max over keys it
+        holds whole, also streamed over the keys and split across blocks by log-sum-exp
+        (`prism.search.split`), each such program a
         family of its own under the candidate's family, verified and modeled as the search's
         own candidates are. After the depth-first search, so what it found is unchanged; when
         the time budget stopped that search, the move still runs on what it proved, with
@@ -728,7 +730,7 @@ class _Run:
 
     def _split_programs(self) -> None:
         from prism.search.audit import best_assignment, descended
-        from prism.search.split import split_loop, split_softmax
+        from prism.search.split import split_loop, split_softmax, stream_softmax
         seen: set[str] = set()
         device = self.config.device
         for cand in list(self.result.candidates):
@@ -742,6 +744,16 @@ class _Run:
                 found = self.check(program, fid)
                 if found.modeled_us is not None and found.assignment is not None:
                     # a split program has more sizes than best_assignment enumerates whole
+                    self._model(found, descended(program, device,
+                                                 (found.modeled_us, found.assignment)))
+            program, _why = stream_softmax(cand.graph)
+            if program is not None and self._new_split(program, seen):
+                fid = self._split_family(cand, program, "with its keys walked by a loop: each "
+                                         "iteration's row max and the sums under it, the sums "
+                                         "kept under the running max (online softmax, "
+                                         "FlashAttention)")
+                found = self.check(program, fid)
+                if found.modeled_us is not None and found.assignment is not None:
                     self._model(found, descended(program, device,
                                                  (found.modeled_us, found.assignment)))
             program, _why = split_softmax(cand.graph)

@@ -23,7 +23,7 @@ program the verifier refutes, never a claim.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from prism.errors import PrismError
 from prism.ir.dims import Dim, const, var
@@ -233,27 +233,33 @@ def _join(axes: _Axes, x: int | None, y: int | None) -> int | None:
     return x
 
 
-def split_softmax(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
-    """The log-sum-exp split of a one-kernel program and "", or None and why it does not apply.
+@dataclass(frozen=True)
+class _Softmax:
+    """What `split_softmax` and `stream_softmax` read off a one-kernel program: its custom op,
+    its block without accumulators (`_without_accumulators`), the row max, the sums over the
+    keys it shifts (in op order), the epilogue computed from them, and each input's key dim."""
 
-    The program's one block holds a whole row of keys (no loop, so its accumulators close
-    nothing and are read as the tiles they hold) and takes one row max over them; the sums it
-    takes over the keys (`sum`, a matmul contracting them) are of terms the max shifts, and
-    what it computes from those sums (the epilogue) reads nothing else. Kernel 1 adds a grid
-    dim `s` that splits the keys: each block takes the max `m` of its part and the sums under
-    it, and stores both, `s` concatenated along the last dim. Kernel 2 walks the `s` parts in
-    its loop: the true max `M` is the max of the stored maxes, each part's sums are rescaled by
-    exp(m − M) and summed, and the epilogue runs on the sums. Whether the rescaled sums are the
-    program's is the verifier's to show (a sum the max does not shift is refuted, never
-    claimed)."""
+    op: Op
+    flat: BlockGraph
+    mx: str
+    sums: tuple[str, ...]
+    epilogue: tuple[Op, ...]
+    keys: dict[str, int]
+
+
+def _softmax(graph: KernelGraph) -> tuple[_Softmax | None, str]:
+    """The program's safe-softmax structure, or None and why it has none.
+
+    Its one block holds a whole row of keys (no loop, so its accumulators close nothing and are
+    read as the tiles they hold) and takes one row max over them; the sums it takes over the
+    keys (`sum`, a matmul contracting them) are of terms the max shifts, and what it computes
+    from those sums (the epilogue) reads nothing else."""
     customs = graph.custom_ops
     if len(customs) != 1 or graph.num_kernels != 1:
         return None, "not one custom kernel"
     (op,) = customs
     bg = op.block
     assert bg is not None
-    if len(bg.grid) >= 3:
-        return None, "three grid dims already: no dim left for the split"
     if not (bg.forloop_range.is_const and bg.forloop_range.value == 1):
         return None, "the block loops: a row max is taken over the whole row in one block"
     if any(a.kind not in ("nored", "red_ld_sum") for a in bg.accumulators):
@@ -290,24 +296,46 @@ def split_softmax(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
     deps = _depends_on(flat, mx.outputs[0])
     if any(t not in deps for t in stored):
         return None, "a sum the max does not shift"
-    splits: dict[str, int] = {}
+    keys: dict[str, int] = {}
     for i in flat.input_ops:
         dims = [d for d, c in enumerate(of[i.outputs[0]]) if c is not None and axes.find(c) == key]
         if len(dims) > 1:
             return None, "an input holds the keys along two dims"
         if dims:
-            splits[i.outputs[0]] = dims[0]
+            keys[i.outputs[0]] = dims[0]
     if len(flat.output_ops) != 1:
         return None, "more than one output"
     (out,) = flat.output_ops
     if out.inputs[0] not in after and out.inputs[0] not in stored:
         return None, "the output is not computed from the sums"
+    return _Softmax(op, flat, mx.outputs[0], tuple(stored), tuple(epilogue), keys), ""
+
+
+def split_softmax(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
+    """The log-sum-exp split of a one-kernel program (of `_softmax`'s form) and "", or None
+    and why it does not apply.
+
+    Kernel 1 adds a grid dim `s` that splits the keys: each block takes the max `m` of its part
+    and the sums under it, and stores both, `s` concatenated along the last dim. Kernel 2 walks
+    the `s` parts in its loop: the true max `M` is the max of the stored maxes, each part's sums
+    are rescaled by exp(m − M) and summed, and the epilogue runs on the sums. Whether the
+    rescaled sums are the program's is the verifier's to show (a sum the max does not shift is
+    refuted, never claimed)."""
+    plan, why = _softmax(graph)
+    if plan is None:
+        return None, why
+    bg = plan.op.block
+    assert bg is not None
+    if len(bg.grid) >= 3:
+        return None, "three grid dims already: no dim left for the split"
+    flat = plan.flat
+    (out,) = flat.output_ops
     omap: Map = out.attr["omap"]
     if not omap.is_concrete or any(row[-1].value for row in omap.rows):
         return None, "the output's last dim is split by the grid"
     shapes = flat.shapes
     out_tile = shapes[out.inputs[0]]
-    for name in (mx.outputs[0], *stored):
+    for name in (plan.mx, *plan.sums):
         tile = shapes[name]
         if len(tile) != len(out_tile):
             return None, "a stored part's rank differs from the output's"
@@ -317,10 +345,54 @@ def split_softmax(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
     taken = set(graph.free_vars()) | {str(g) for g in bg.grid}
     s = _fresh("s", taken)
     try:
-        return _build_softmax(graph, op, flat, s, splits, [mx.outputs[0], *stored],
-                              epilogue, taken), ""
+        return _build_softmax(graph, plan.op, flat, s, plan.keys, [plan.mx, *plan.sums],
+                              list(plan.epilogue), taken), ""
     except PrismError as e:
         return None, f"the split program does not type: {e}"
+
+
+def stream_softmax(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
+    """The streamed form of a one-kernel program (of `_softmax`'s form) and "", or None and why
+    it does not apply: FlashAttention in one kernel. The block keeps its grid and walks the keys
+    in a loop of `t` iterations; each iteration takes the row max of its part and the sums under
+    it, and each sum is a `nored_rescale` accumulator kept under the running max (the online-
+    softmax recurrence); the epilogue runs on the accumulated sums after the loop. One kernel,
+    no part ever stored; its proof holds for every loop range."""
+    plan, why = _softmax(graph)
+    if plan is None:
+        return None, why
+    flat = plan.flat
+    if any(not o.attr["imap"].is_concrete for o in flat.input_ops):
+        return None, "an input's imap is symbolic"
+    taken = set(graph.free_vars()) | {str(g) for g in flat.grid}
+    t_var = _fresh("t", taken)
+    names = {t for t, _ in graph.tensors} | {t for t, _ in flat.tensors}
+    renamed: dict[str, str] = {}
+    ops: list[Op] = []
+    late = {o.outputs[0] for o in plan.epilogue}
+    for o in flat.ops:
+        if o.kind == "input":
+            d = plan.keys.get(o.outputs[0], -1)
+            fmap = Map.concrete([d], o.attr["imap"].rank)
+            ops.append(Op.make("input", (), o.outputs, {"imap": o.attr["imap"], "fmap": fmap}))
+        elif o.kind != "output" and o.outputs[0] not in late:
+            ops.append(o)
+    for name in plan.sums:
+        acc = _fresh(f"{name}_acc", names)
+        names.add(acc)
+        renamed[name] = acc
+        ops.append(Op.make("nored_rescale", [name, plan.mx], [acc]))
+    for o in (*plan.epilogue, *flat.output_ops):
+        ops.append(replace(o, inputs=tuple(renamed.get(t, t) for t in o.inputs)))
+    block = BlockGraph(flat.grid, var(t_var), tuple(ops), (), flat.reduction_dimx)
+    kernel = [o if o is not plan.op else replace(o, block=block) for o in graph.ops]
+    try:
+        program = infer_shapes(KernelGraph(tuple(kernel), tuple(
+            (t, graph.shape(t)) for t in graph.inputs), graph.name))
+        check(program)
+    except PrismError as e:
+        return None, f"the streamed program does not type: {e}"
+    return program, ""
 
 
 def _without_accumulators(bg: BlockGraph) -> BlockGraph:

@@ -5,7 +5,9 @@ Data movement becomes explicit (`prism.expr.tensor_terms` gives the meaning of e
 - a block input reading kernel tensor T: for each grid dim p (x, y, z), `(part T d g_p)` when the
   imap sends p to data dim d, else `(rep T g_p)`; then the loop: `(part · d F)` for fmap d, else
   `(rep · F)`;
-- accumulators close the loop axis F: `nored` → `(red t F)`; `red_ld_sum` → `(sum (red t F) last)`;
+- accumulators close the loop axis F: `nored` → `(red t F)`; `nored_rescale(x, m)` →
+  `(red (mul x (exp (sub m (rep (max (comb m last F) last) F)))) F)` (see `rescaled_term`);
+  `red_ld_sum` → `(sum (red t F) last)`;
   `red_ld_mean` → `(mean (mred t F) last)`; `red_ld_rms` → `(sqrt (mean (mred (square t) F) last))`
   (the true mean, as executed; with an epsilon e, `(sqrt (add_scalar (mean ...) e))`);
   `redtox_ld_sum` → `(red (part (red t F) last k) k)` over a chunk axis k;
@@ -32,7 +34,7 @@ from prism.errors import PrismError, SpecError, VerifyError
 from prism.expr.terms import Term
 from prism.ir.dims import Dim, evaluate
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
-from prism.ir.ops import OPS, with_defaults
+from prism.ir.ops import OPS, RESCALED, with_defaults
 
 GRID_AXES = ("gx", "gy", "gz")
 
@@ -191,6 +193,10 @@ def _block(bg: BlockGraph, sources: list[Term], suffix: str, sizes: dict[str, Di
             env[op.outputs[0]] = t
         elif op.kind == "output":
             continue
+        elif op.kind in RESCALED:
+            x, m = env[op.inputs[0]], env[op.inputs[1]]
+            last = leaf(len(bg.shape(op.inputs[1])) - 1)
+            env[op.outputs[0]] = rescaled_term(x, m, loop, last)
         elif op.kind in ACCUMULATOR_KINDS:
             x = env[op.inputs[0]]
             last = leaf(len(bg.shape(op.inputs[0])) - 1)
@@ -237,6 +243,20 @@ def _over_loop(head: str, x: Term, loop: str | None) -> Term:
 
 ACCUMULATOR_KINDS = frozenset({"nored", "red_ld_sum", "red_ld_mean", "red_ld_rms",
                                "redtox_ld_sum"})
+
+
+def rescaled_term(x: Term, m: Term, loop: str | None, last: Term) -> Term:
+    """`nored_rescale(x, m)` over loop axis `loop`: the value its recurrence leaves,
+    Σ_F x · e^(m − M) with M the max of m over the loop (m's per-iteration maxes concatenated
+    along the last dim, their max): `(red (mul x (exp (sub m (rep M F)))) F)`. One iteration
+    (no loop) leaves x. That the recurrence (M' = max(M, m), total · e^(M − M') + x · e^(m − M'))
+    leaves this sum rests on e^u · e^v = e^(u + v), as `exp-rescale` does; the randomized check
+    runs the recurrence itself (`prism.ir.interpret`)."""
+    if loop is None:
+        return x
+    big = Term("max", (Term("comb", (m, last, leaf(loop))), last))
+    shift = Term("sub", (m, Term("rep", (big, leaf(loop)))))
+    return Term("red", (Term("mul", (x, Term("exp", (shift,)))), leaf(loop)))
 
 
 def accumulator_term(kind: str, x: Term, loop: str | None, last: Term, chunk: str = "",

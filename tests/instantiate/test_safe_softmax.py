@@ -1,6 +1,7 @@
-"""Safe attention's log-sum-exp split as Triton kernels (interpreter on the CPU, the GPU where
-there is one): it matches torch on ordinary inputs at fp16 tolerance, and on logits of magnitude
-100, where the plain exp(S) / Σ exp(S) overflows (its own kernel gives NaN: shown beside it).
+"""Safe attention's streamed program and log-sum-exp split as Triton kernels (interpreter on
+the CPU, the GPU where there is one): they match torch on ordinary inputs at fp16 tolerance, and
+on logits of magnitude 100, where the plain exp(S) / Σ exp(S) overflows (its own kernel gives
+NaN: shown beside them).
 
 Oracle: torch's softmax in float64 on the same fp16 values, and the float64 interpreter."""
 
@@ -10,7 +11,7 @@ import torch
 from prism.frontend.builder import Block, Graph
 from prism.instantiate.codegen import generate
 from prism.ir.spec import substitute_graph
-from prism.search.split import split_softmax
+from prism.search.split import split_softmax, stream_softmax
 
 SHAPES = {"Q": (2, 16, 32), "K": (2, 32, 256), "V": (2, 256, 32)}
 SCALE = 32 ** -0.5
@@ -35,6 +36,12 @@ def _split_member():
     return substitute_graph(program, {"b": 2, "s": 8, "b_2": 2})
 
 
+def _streamed():
+    program, why = stream_softmax(_one_kernel(safe=True))
+    assert why == "", why
+    return substitute_graph(program, {"b": 2, "t": 4})
+
+
 def _inputs(kit, logit_scale: float):
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal(SHAPES[p]) for p in "QKV"]
@@ -47,14 +54,14 @@ def _torch_reference(kit, tensors):
     return (torch.softmax(Q @ K * SCALE, -1) @ V).numpy()
 
 
-def test_the_split_kernels_match_torch_on_ordinary_inputs(kit):
-    member = _split_member()
-    assert member.num_kernels == 2
-    kit.check(member, kit.as64(_inputs(kit, 1.0)),
-              reference=lambda Q, K, V: [_torch_reference(kit, kit.fp16([Q, K, V]))])
+def test_the_split_and_streamed_kernels_match_torch_on_ordinary_inputs(kit):
+    for member, kernels in ((_split_member(), 2), (_streamed(), 1)):
+        assert member.num_kernels == kernels
+        kit.check(member, kit.as64(_inputs(kit, 1.0)),
+                  reference=lambda Q, K, V: [_torch_reference(kit, kit.fp16([Q, K, V]))])
 
 
-def test_on_logits_of_magnitude_100_the_split_is_right_where_the_plain_form_is_nan(kit):
+def test_on_logits_of_magnitude_100_both_are_right_where_the_plain_form_is_nan(kit):
     tensors = _inputs(kit, 30.0)
     Q, K, _ = kit.as64(tensors)
     logits = np.abs(Q @ K * SCALE)
@@ -62,6 +69,8 @@ def test_on_logits_of_magnitude_100_the_split_is_right_where_the_plain_form_is_n
     want = _torch_reference(kit, tensors)
     (got,) = kit.execute(generate(_split_member()), tensors)
     kit.assert_close(got, want, what="split safe attention, logits ~100")
+    (got,) = kit.execute(generate(_streamed()), tensors)
+    kit.assert_close(got, want, what="streamed safe attention, logits ~100")
     (plain,) = kit.execute(generate(_one_kernel(safe=False), {"b": 2}), tensors)
     assert not np.isfinite(plain).all()               # inf / inf: the plain form fails here
     (one,) = kit.execute(generate(_one_kernel(safe=True), {"b": 2}), tensors)

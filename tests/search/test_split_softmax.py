@@ -1,9 +1,12 @@
-"""The log-sum-exp split (`prism.search.split.split_softmax`): a proved one-kernel program that
-takes a row max over keys it holds whole, with the keys split across blocks and a second kernel
-that rescales each part's sums to the max of the maxes (flash-decoding of safe attention).
+"""Safe attention's two moves (`prism.search.split`): a proved one-kernel program that takes a
+row max over keys it holds whole, streamed over the keys in one kernel with the sums kept under
+the running max (`stream_softmax`, FlashAttention's online softmax: `nored_rescale`), and split
+across blocks with a second kernel that rescales each part's sums to the max of the maxes
+(`split_softmax`, flash-decoding).
 
-Oracles: the float64 interpreter against numpy at several split counts (and on logits of
-magnitude 100), the verifier's proof (and its refutation of a wrong rescale), and the search."""
+Oracles: the float64 interpreter against numpy at several loop and split counts (and on logits
+of magnitude 100), the verifier's proofs (and its refutation of a wrong rescale), and the
+search."""
 
 import itertools
 from dataclasses import replace
@@ -14,11 +17,11 @@ import torch
 
 import prism
 from prism.frontend.builder import Block, Graph
-from prism.ir.graph import KernelGraph
+from prism.ir.graph import KernelGraph, Op
 from prism.ir.interpret import interpret
 from prism.ir.spec import problems, substitute_graph
 from prism.search import SearchConfig, search
-from prism.search.split import split_softmax
+from prism.search.split import split_softmax, stream_softmax
 from prism.verify.equiv import verify
 
 SHAPES = {"Q": (2, 4, 8), "K": (2, 8, 64), "V": (2, 64, 8)}
@@ -83,6 +86,41 @@ def test_the_split_program_computes_safe_attention_at_every_split_count():
             (out,) = interpret(program, *arrays, assignment=env)
             np.testing.assert_allclose(out, reference(*arrays), rtol=1e-10, atol=1e-12)
     assert counts == {1, 2, 4, 8}
+
+
+def test_the_streamed_program_computes_safe_attention_at_every_loop_range():
+    program, why = stream_softmax(one_kernel_safe())
+    assert why == "" and program is not None and program.num_kernels == 1
+    (block,) = [b for _, b in program.iter_blocks()]
+    assert [a.kind for a in block.accumulators] == ["nored_rescale", "nored_rescale"]
+    ranges = set()
+    for scale in (1.0, 400.0):
+        arrays = _arrays(scale)
+        for t in (1, 2, 4, 8, 16):
+            env = {"b": 2, "r": 2, "t": t}
+            assert not problems(program, env)
+            ranges.add(t)
+            (out,) = interpret(program, *arrays, assignment=env)
+            np.testing.assert_allclose(out, reference(*arrays), rtol=1e-10, atol=1e-12)
+    assert ranges == {1, 2, 4, 8, 16}
+
+
+def test_the_streamed_program_is_proved_for_every_size():
+    program, _ = stream_softmax(one_kernel_safe())
+    verdict = verify(safe_attention.graph, program)
+    assert verdict.verdict == "equivalent" and verdict.sizes == "symbolic"
+    assert {"exp-rescale", "max-of-chunk-maxes"} <= _proof_axioms(verdict)
+
+
+def test_a_stream_without_the_rescale_is_refuted():
+    program, _ = stream_softmax(one_kernel_safe())
+    op = program.custom_ops[0]
+    ops = tuple(Op.make("nored", o.inputs[:1], o.outputs) if o.kind == "nored_rescale" else o
+                for o in op.block.ops)                # plain sums of parts under different maxes
+    wrong = KernelGraph(tuple(replace(o, block=replace(o.block, ops=ops)) if o is op else o
+                              for o in program.ops), program.tensors, program.name)
+    assert verify(safe_attention.graph, substitute_graph(wrong, {"b": 2, "r": 2, "t": 4})
+                  ).verdict == "not_equivalent"
 
 
 def _proof_axioms(verdict):
@@ -154,12 +192,17 @@ def test_the_search_finds_and_proves_the_split_from_the_target():
     assert proved, "no split program was proved"
     for c in proved:      # each a member with its sizes (the proof holds for those sizes)
         assert not c.graph.free_vars() and c.verdict.sizes == "concrete"
-    best = min(proved, key=lambda c: c.modeled_us or float("inf"))
+    streamed = [c for c in result.candidates if c.verdict.verdict == "equivalent" and any(
+        a.kind == "nored_rescale" for _, b in c.graph.iter_blocks() for a in b.accumulators)]
+    assert streamed and all(c.verdict.sizes == "symbolic" and c.num_kernels == 1
+                            for c in streamed)
     rng = np.random.default_rng(1)
     arrays = [rng.standard_normal(s) for s in ((1, 8, 16), (1, 16, 512), (1, 512, 16))]
     arrays[0] *= 30                                   # logits far above e^x's fp32 range
-    (out,) = interpret(best.graph, *arrays)
     S = torch.tensor(arrays[0] @ arrays[1])
     assert S.max() > 100
-    np.testing.assert_allclose(out, (torch.softmax(S, -1) @ torch.tensor(arrays[2])).numpy(),
-                               rtol=1e-9, atol=1e-12)
+    want = (torch.softmax(S, -1) @ torch.tensor(arrays[2])).numpy()
+    for best in (min(group, key=lambda c: c.modeled_us or float("inf"))
+                 for group in (proved, streamed)):
+        (out,) = interpret(best.graph, *arrays, assignment=best.assignment)
+        np.testing.assert_allclose(out, want, rtol=1e-9, atol=1e-12)
