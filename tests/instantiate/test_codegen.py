@@ -78,7 +78,8 @@ def test_every_block_op_and_accumulator_has_a_triton_lowering():
     block = {n for n, od in OPS.items()
              if BLOCK in od.levels and od.category in COMPUTE_CATEGORIES | {"accum"}}
     accums = {n for n, od in OPS.items() if od.category == "accum"}
-    assert accums == {"nored", "red_ld_sum", "red_ld_mean", "red_ld_rms", "redtox_ld_sum"}
+    assert accums == {"nored", "red_ld_sum", "red_ld_mean", "red_ld_rms", "redtox_ld_sum",
+                      "nored_rescale"}
     assert accums <= block
     for name in block:
         od = OPS[name]
@@ -465,6 +466,17 @@ def bias_row_then_sum_over_rows() -> tuple[KernelGraph, list[np.ndarray]]:
             [randn(8, 32), np.abs(randn(1, 32)) + 0.5])
 
 
+def rescale_case(scale: float) -> tuple[KernelGraph, list[np.ndarray]]:
+    """nored_rescale: Σ e^(x − max x) over 3 iterations of 16 columns each, kept under the
+    running max (rows 6 a block, padded to 16); `scale` sets the logits' magnitude."""
+    def body(tb: Block, ins: list[Tensor]) -> None:
+        x = tb.input(ins[0], imap=(0,), fmap=1)
+        m = tb.apply("max", x, dim=1)
+        e = tb.exp(tb.apply("sub", x, m))
+        tb.output(tb.apply("nored_rescale", tb.sum(e, 1), m), omap=(0,))
+    return one_kernel({"X": (12, 48)}, (2,), 3, body), [randn(12, 48, scale=scale)]
+
+
 REDUCE_KINDS = ("sum", "mean", "max", "min", "logsumexp")
 OP_CASES: dict[str, Callable[[], tuple[KernelGraph, list[np.ndarray]]]] = {
     **{f"unary-{k}": (lambda k=k: unary_case(k)) for k in UNARY},
@@ -488,6 +500,8 @@ OP_CASES: dict[str, Callable[[], tuple[KernelGraph, list[np.ndarray]]]] = {
     **{f"accum-{k}": (lambda k=k: accum_case(k))
        for k in ("nored", "red_ld_sum", "red_ld_mean", "red_ld_rms")},
     "accum-redtox_ld_sum": lambda: accum_case("redtox_ld_sum", 128, 2, 16),
+    "accum-nored_rescale": lambda: rescale_case(1.0),
+    "accum-nored_rescale-logits-100": lambda: rescale_case(60.0),
     # matmul split on K across grid x, blocks summed by a combine kernel (tiles 16×16, 16×32).
     "summed-grid-x": lambda: matmul_case((16, 64), (64, 32), (4,), 1, (1,), (0,), omap=(-1,)),
     # the same without a loop and with a padded K tile (24 → 32), product-sum (8 rows).
