@@ -222,19 +222,24 @@ print(f"eager baseline {eager_us(default.graph, device):.2f} µs modeled; "
 # is the output columns per block. Tensor-core matmuls need tiles of at least a minimum width,
 # printed first (a field of the same device value, `DeviceSpec.min_matmul_tile`), so the search
 # rejects members whose split tiles are narrower (its *hardware* rule; notebook `02` shows the
-# check on a symbolic graph). The cost model alone does not know this rule. Read the `W tile`
-# column next to the latency column.
+# check on a symbolic graph). The cost model alone does not know this rule, so it prices every
+# row; the last column is the rule's own verdict on each member (`check_hardware`), and a
+# rejected row's latency is one no search would ever report.
 
 # %%
+from prism.search.hardware import check_hardware
+
 print(f"smallest matmul tile the search allows on {device.name}: {device.min_matmul_tile}")
-print(f"{'grid':>5} {'blocks':>6} {'W tile':>12} {'latency µs':>10}   (eager "
-      f"{eager_us(default.graph, device):.2f} µs modeled)")
+print(f"{'grid':>5} {'blocks':>6} {'W tile':>12} {'latency µs':>10}  {'hardware rule':<13}  "
+      f"(eager {eager_us(default.graph, device):.2f} µs modeled)")
 for grid in COST_GRIDS:
     member = known_best("rmsnorm_matmul", default.shapes, grid=grid, loop=COST_LOOP)
     ((_, block),) = member.iter_blocks()
     w_tile = [d.value for d in block.shape(block.inputs[1])]
     cost = modeled(member, device)
-    print(f"{grid:>5} {cost.kernels[0].blocks:>6} {w_tile!s:>12} {cost.latency_us:>10.2f}")
+    rule = check_hardware(member, device)
+    mark = "fits" if rule.feasible else f"rejected: {rule.core[0]}"
+    print(f"{grid:>5} {cost.kernels[0].blocks:>6} {w_tile!s:>12} {cost.latency_us:>10.2f}  {mark}")
 
 # %% [markdown]
 # A fused kernel is not fast by being fused. At too few blocks it can cost *more* than the two

@@ -54,3 +54,18 @@ def test_01_the_cost_table_charges_each_launch_the_generated_code_makes(run):
     eager = re.search(r"^eager baseline ([0-9.]+) µs modeled", done.text, re.M)
     unfused_total = re.search(r"^unfused\s+total: ([0-9.]+) µs", done.text, re.M)
     assert eager and unfused_total and float(eager[1]) < float(unfused_total[1])
+
+
+@pytest.mark.slow
+def test_01_the_grid_sweep_marks_the_members_the_hardware_rule_rejects(run):
+    done = run(STEM)
+    least = re.search(r"^smallest matmul tile the search allows on \w+: (\d+)$", done.text, re.M)
+    assert least
+    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+\[(\d+), (\d+)\]\s+([0-9.]+)\s+(fits|rejected: .+)$",
+                      done.text, re.M)
+    assert len(rows) >= 4, rows
+    for _grid, _blocks, _k, width, _latency, mark in rows:
+        # the oracle: W's columns are split by the grid, so a member fits only when its W tile
+        # is at least the device's smallest matmul tile wide (REFERENCE §1.7)
+        assert (mark == "fits") == (int(width) >= int(least[1])), (width, mark)
+    assert {r[5] == "fits" for r in rows} == {True, False}    # the sweep shows both
