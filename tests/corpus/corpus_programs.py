@@ -232,6 +232,18 @@ def attention_transposed_keys(Q, Kk, V):
     return torch.softmax((Q @ Kk.T) * (Q.shape[-1] ** -0.5), dim=-1) @ V
 
 
+def attention_sdpa_long_context(Q, K, V):
+    # decoding 4 query rows against 8,192 cached keys: a row of K is 256 KiB in fp16, more than
+    # a block holds, so only the streamed or split programs of issue 19 fit
+    return F.scaled_dot_product_attention(Q, K, V)
+
+
+def attention_max_subtracted_by_hand(Q, K, V):
+    S = Q @ K.transpose(-2, -1) * Q.shape[-1] ** -0.5
+    P = (S - S.amax(dim=-1, keepdim=True)).exp()
+    return (P / P.sum(dim=-1, keepdim=True)) @ V
+
+
 # -- reductions over rows and columns after a projection ------------------------------------------
 
 def pooled_relu_projection(X, W, B):
@@ -320,6 +332,12 @@ PROGRAMS: dict[str, Program] = {
     "attention_transposed_keys": _program(attention_transposed_keys, {"Q": (16, 32),
                                                                       "Kk": (16, 32),
                                                                       "V": (16, 32)}),
+    "attention_sdpa_long_context": _program(attention_sdpa_long_context,
+                                            {"Q": (1, 4, 16), "K": (1, 8192, 16),
+                                             "V": (1, 8192, 16)}),
+    "attention_max_subtracted_by_hand": _program(attention_max_subtracted_by_hand,
+                                                 {"Q": (2, 8, 16), "K": (2, 256, 16),
+                                                  "V": (2, 256, 16)}),
     "batched_linear_gelu": _program(batched_linear_gelu, {"X": (2, 4, K), "W": (K, N)},
                                     "epilogue"),
     "pooled_relu_projection": _program(pooled_relu_projection, {**XW, "B": (N,)}),
