@@ -736,24 +736,17 @@ class _Run:
         for cand in list(self.result.candidates):
             if cand.verdict.verdict != "equivalent" or cand.graph.num_kernels != 1:
                 continue
-            program, _why = split_loop(cand.graph)
-            if program is not None and self._new_split(program, seen):
-                fid = self._split_family(cand, program, "with its loop split across blocks: "
-                                         "partial sums, then a second kernel that sums them "
-                                         "(flash-decoding)")
-                found = self.check(program, fid)
+            for move, what in ((split_loop, "with its loop split across blocks: partial sums, "
+                                "then a second kernel that sums them (flash-decoding)"),
+                               (stream_softmax, "with its keys walked by a loop: each "
+                                "iteration's row max and the sums under it, the sums kept under "
+                                "the running max (online softmax, FlashAttention)")):
+                program, _why = move(cand.graph)
+                if program is None or not self._new_split(program, seen):
+                    continue
+                found = self.check(program, self._split_family(cand, program, what))
                 if found.modeled_us is not None and found.assignment is not None:
                     # a split program has more sizes than best_assignment enumerates whole
-                    self._model(found, descended(program, device,
-                                                 (found.modeled_us, found.assignment)))
-            program, _why = stream_softmax(cand.graph)
-            if program is not None and self._new_split(program, seen):
-                fid = self._split_family(cand, program, "with its keys walked by a loop: each "
-                                         "iteration's row max and the sums under it, the sums "
-                                         "kept under the running max (online softmax, "
-                                         "FlashAttention)")
-                found = self.check(program, fid)
-                if found.modeled_us is not None and found.assignment is not None:
                     self._model(found, descended(program, device,
                                                  (found.modeled_us, found.assignment)))
             program, _why = split_softmax(cand.graph)

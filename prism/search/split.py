@@ -38,10 +38,9 @@ SUMS = {"nored": "redtox_ld_sum", "red_ld_sum": "red_ld_sum"}
 
 def split_loop(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
     """The split program of a one-kernel program and "", or None and why it does not apply."""
-    customs = graph.custom_ops
-    if len(customs) != 1 or graph.num_kernels != 1:
+    op = _one_custom(graph)
+    if op is None:
         return None, "not one custom kernel"
-    (op,) = customs
     bg = op.block
     assert bg is not None
     if len(bg.grid) >= 3:
@@ -89,6 +88,12 @@ def split_loop(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
         return _build(graph, op, s, parts_rows, epilogue, acc_out, dimx, taken), ""
     except PrismError as e:
         return None, f"the split program does not type: {e}"
+
+
+def _one_custom(graph: KernelGraph) -> Op | None:
+    """The program's custom op when it is one custom kernel and nothing else, else None."""
+    customs = graph.custom_ops
+    return customs[0] if len(customs) == 1 and graph.num_kernels == 1 else None
 
 
 def _fresh(base: str, taken: set[str]) -> str:
@@ -254,10 +259,9 @@ def _softmax(graph: KernelGraph) -> tuple[_Softmax | None, str]:
     read as the tiles they hold) and takes one row max over them; the sums it takes over the
     keys (`sum`, a matmul contracting them) are of terms the max shifts, and what it computes
     from those sums (the epilogue) reads nothing else."""
-    customs = graph.custom_ops
-    if len(customs) != 1 or graph.num_kernels != 1:
+    op = _one_custom(graph)
+    if op is None:
         return None, "not one custom kernel"
-    (op,) = customs
     bg = op.block
     assert bg is not None
     if not (bg.forloop_range.is_const and bg.forloop_range.value == 1):
