@@ -295,7 +295,9 @@ def result_row(result: OptimizeResult) -> dict[str, Any]:
         "speedup_vs_eager": _ratio(result.eager_us, best.modeled_us) if best else None,
         "best": ({"config": best.config, "candidate": best.candidate,
                   "num_kernels": best.num_kernels, "input_program": best.is_input_program,
-                  "check": best.check.status} if best else None),
+                  "check": best.check.status,
+                  **({"check_reason": best.check.reason} if best.check.reason else {})}
+                 if best else None),
         "modeled": {},
     }
     for name in MODELED_ON:

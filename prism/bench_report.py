@@ -136,7 +136,7 @@ def row_lines(rows: Sequence[Mapping[str, Any]]) -> Iterator[str]:
                f"{r['eager_latency_us']:.2f} µs | {_num(r['speedup_vs_eager'])}× | "
                f"{_num(h200.get('best_latency_us'))} µs | {_num(h200.get('best_over_roofline'))}"
                f"× | {_num(h200.get('speedup_vs_eager'))}× | "
-               f"{r['best']['check'] if r.get('best') else 'n/a'} | {r['search_state']} |")
+               f"{_check_cell(r)} | {r['search_state']} |")
 
 
 def _header(doc: Mapping[str, Any]) -> str:
@@ -547,3 +547,12 @@ if (window.Plotly) figures.forEach((f, i) => Plotly.newPlot("fig" + i, f.data, f
 </script>
 </body></html>
 """
+
+
+def _check_cell(row: dict[str, Any]) -> str:
+    """The winner's check, and why it did not run (or failed) where it says."""
+    best = row.get("best")
+    if not best:
+        return "n/a"
+    reason = best.get("check_reason")
+    return f"{best['check']} ({reason})" if reason else str(best["check"])

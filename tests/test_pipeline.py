@@ -117,6 +117,16 @@ def test_a_winner_too_large_to_interpret_is_checked_at_a_smaller_member(cases, m
     check = result.best.check
     assert pipeline._steps(result.best.graph) > 2
     assert check.passed and "smallest member" in (check.instance or ""), check
+    # a winner with no smaller member (a concrete program, as a log-sum-exp split is) is
+    # checked itself, up to the larger limit, and past it the check says why it did not run
+    from dataclasses import replace
+    concrete = replace(result.best, symbolic=None)
+    work = cases.small("rmsnorm_matmul")
+    itself = pipeline.check_best(concrete, work, "interpret")
+    assert itself.passed and not itself.instance, itself
+    monkeypatch.setattr(pipeline, "MAX_WHOLE_CHECK_STEPS", 2)
+    skipped = pipeline.check_best(concrete, work, "interpret")
+    assert skipped.status == "not run" and "no smaller member" in skipped.reason, skipped
 
 
 def test_a_symbolic_checkpoint_is_optimized_at_other_shapes_without_searching(cases, tmp_path):
