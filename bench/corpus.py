@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
     targets: dict[str, Any] = {}
     for name, p in corpus.PROGRAMS.items():
-        targets[name] = lambda p=p: prism.workload(p.fn, dtype=p.dtype, **p.shapes)
+        targets[name] = lambda p=p: prism.workload(p.fn, dtype=p.dtype,
+                                                     bool_inputs=p.bool_inputs, **p.shapes)
     for name, m in corpus.MODULES.items():
         targets[name] = lambda m=m: prism.workload.from_module(
             m.make(), torch.zeros(*m.shape, dtype=getattr(torch, m.dtype)))

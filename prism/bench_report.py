@@ -549,7 +549,7 @@ if (window.Plotly) figures.forEach((f, i) => Plotly.newPlot("fig" + i, f.data, f
 """
 
 
-def _check_cell(row: dict[str, Any]) -> str:
+def _check_cell(row: Mapping[str, Any]) -> str:
     """The winner's check, and why it did not run (or failed) where it says."""
     best = row.get("best")
     if not best:

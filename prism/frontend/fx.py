@@ -41,7 +41,10 @@ sum, mean, amax / amin, max / min (values only), logsumexp, over a dim, a tuple 
 (chained one-dim reductions), keepdim either way; torch.norm and linalg.vector_norm (the 2-norm);
 rms_norm and layer_norm over the last dim with eps and weight (and bias); softmax with the row max
 subtracted, log_softmax (x − logsumexp); F.scaled_dot_product_attention (softmax(Q Kᵀ · scale +
-mask) V with an additive mask or none, no dropout, not causal); mse_loss. Anything else is an
+mask) V with no mask, an additive one, a boolean one or is_causal=True; no dropout);
+x.masked_fill(mask, -inf) of a boolean input; mse_loss. A boolean input (`bool_inputs`) is a
+mask only, held as the additive float input it becomes (`View.made`); is_causal's mask is an input
+the user never passes. Anything else is an
 `UnsupportedOpError` that names the op, the line of the user's code and the nearest supported
 spelling.
 
@@ -56,8 +59,8 @@ import inspect
 import math
 import re
 import traceback
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,25 +86,28 @@ class _Refusal(Exception):
 
 
 def trace(fn: Callable[..., Any], shapes: Mapping[str, Sequence[int]],
-          name: str | None = None) -> KernelGraph:
+          name: str | None = None, bool_inputs: Iterable[str] = ()) -> KernelGraph:
     """The kernel graph of torch function `fn` with parameter `p` of shape `shapes[p]`.
 
-    Inputs are named after the parameters, other tensors after their fx nodes.
+    Inputs are named after the parameters, other tensors after their fx nodes. The parameters
+    in `bool_inputs` are boolean masks (see `_Mask`).
     """
     name = name or str(getattr(fn, "__name__", "workload"))
     order = [p for p in inspect.signature(fn).parameters if p in shapes] + \
         [p for p in shapes if p not in inspect.signature(fn).parameters]
-    return _trace_with_layouts(fn, name, {p: tuple(shapes[p]) for p in order}, {})
+    return _trace_with_layouts(fn, name, {p: tuple(shapes[p]) for p in order}, {},
+                               frozenset(bool_inputs))
 
 
 def trace_module(module: Any, shapes: Mapping[str, Sequence[int]],
-                 name: str | None = None) -> KernelGraph:
+                 name: str | None = None, bool_inputs: Iterable[str] = ()) -> KernelGraph:
     """The kernel graph of `module.forward` with argument `p` of shape `shapes[p]`; each
     parameter and buffer is an input named after its path (`fc1.weight` → `fc1_weight`), after
     the arguments, with the module's shape."""
     name = name or type(module).__name__
     attrs = {path: tuple(t.shape) for path, t in module_tensors(module)}
-    return _trace_with_layouts(module, name, {p: tuple(s) for p, s in shapes.items()}, attrs)
+    return _trace_with_layouts(module, name, {p: tuple(s) for p, s in shapes.items()}, attrs,
+                               frozenset(bool_inputs))
 
 
 def module_tensors(module: Any) -> list[tuple[str, Any]]:
@@ -117,10 +123,11 @@ def input_name(path: str) -> str:
 
 
 def _trace_with_layouts(root: Any, name: str, shapes: dict[str, IntShape],
-                        attrs: dict[str, IntShape]) -> KernelGraph:
+                        attrs: dict[str, IntShape],
+                        bools: frozenset[str] = frozenset()) -> KernelGraph:
     layouts = _Layouts()
     for _ in range(MAX_RETRACES):
-        lowering = _Lowering(name, shapes, attrs, layouts)
+        lowering = _Lowering(name, shapes, attrs, layouts, bools)
         tracer = _tracer_class()(lowering)
         try:
             tracer.trace(root)
@@ -156,6 +163,17 @@ class _Value:
     @property
     def ir_shape(self) -> IntShape:
         return tuple(evaluate(d) for d in self.ir.shape)
+
+
+@dataclass(frozen=True)
+class _Mask:
+    """A boolean input (`trace(..., bool_inputs=...)`): only a mask may read it, and the IR
+    holds it as the additive float input it becomes there (`View.made`). `inverted`: written
+    `~mask`."""
+
+    target: str
+    shape: IntShape
+    inverted: bool = False
 
 
 @dataclass(frozen=True)
@@ -271,8 +289,11 @@ class _Lowering:
     """Lowers fx nodes, in creation order, into a `prism.Graph` under construction."""
 
     def __init__(self, workload: str, shapes: Mapping[str, IntShape],
-                 attrs: Mapping[str, IntShape], layouts: _Layouts) -> None:
+                 attrs: Mapping[str, IntShape], layouts: _Layouts,
+                 bools: frozenset[str] = frozenset()) -> None:
         self.workload = workload
+        self.bools = bools
+        self.masks: dict[str, tuple[str, _Value]] = {}   # boolean input -> (made, its value)
         self.shapes = shapes
         self.attrs = attrs
         self.layouts = layouts
@@ -295,7 +316,9 @@ class _Lowering:
             if node.target not in self.shapes:
                 raise ShapeError(f"workload {self.workload}: parameter {node.target} has no "
                                  "shape; give every parameter a shape")
-            self.values[node] = self._input(str(node.target), self.shapes[node.target])
+            target = str(node.target)
+            self.values[node] = (_Mask(target, self.shapes[target]) if target in self.bools
+                                 else self._input(target, self.shapes[target]))
         elif node.op == "get_attr" and node.target in self.attrs:
             self.values[node] = self._input(str(node.target), self.attrs[node.target])
         elif node.op == "output":
@@ -318,6 +341,40 @@ class _Lowering:
         tensor = self.g.input(name, ir)
         self.inputs[name] = (self.order[target], view)
         return _Value(tensor, user, name, perm)
+
+    def mask(self, m: _Mask, true_keeps: bool) -> _Value:
+        """Boolean input `m` as the additive mask it is where True keeps a key (`true_keeps`,
+        an attn_mask) or drops it (masked_fill's mask): a graph input the user passes as a
+        boolean tensor, made "keep" or "drop"."""
+        made = "keep" if true_keeps != m.inverted else "drop"
+        known = self.masks.get(m.target)
+        if known is not None:
+            if known[0] != made:
+                raise _Refusal(f"boolean input {m.target} is used both as a keep-mask and as a "
+                               "drop-mask; pass each as its own parameter")
+            return known[1]
+        value = self._input(m.target, m.shape)
+        assert value.source is not None
+        if value.perm:
+            raise _Refusal(f"boolean input {m.target} read transposed; pass the mask in the "
+                           "layout the scores have")
+        self.inputs[value.source] = (self.order[m.target], View(m.shape, made=made))
+        self.masks[m.target] = (made, value)
+        return value
+
+    def causal(self, shape: IntShape) -> _Value:
+        """is_causal's mask for scores of `shape` (…, L, S) as an input of shape [L, S] the user
+        does not pass (made "causal"), after every parameter; one per [L, S]."""
+        rows_cols = tuple(shape[-2:])
+        key = f"causal {rows_cols}"
+        if key not in self.masks:
+            name = self.fresh("causal_mask")
+            ir = self.layouts.inputs.get(name, ((), rows_cols))[1]   # as the scores need it
+            value = _Value(self.g.input(name, ir), rows_cols, name)
+            self.inputs[name] = (len(self.order) + len(self.masks), View(rows_cols,
+                                                                        made="causal"))
+            self.masks[key] = ("causal", value)
+        return self.masks[key][1]
 
     def fresh(self, base: str) -> str:
         """A tensor name not used yet in this graph, spelled like `base` (an identifier)."""
@@ -375,8 +432,12 @@ class _Lowering:
 
     def build(self) -> KernelGraph:
         """The graph, inputs first in parameter order, with its interface."""
-        from dataclasses import replace
 
+        unused = sorted((self.bools & set(self.shapes)) - set(self.masks))
+        if unused:
+            raise UnsupportedOpError(f"workload {self.workload}: boolean input(s) "
+                                     f"{', '.join(unused)} are not used as a mask; a boolean "
+                                     "input can only be a softmax's mask (attn_mask=, masked_fill)")
         graph = self.g.build()
         inputs = sorted((op for op in graph.ops if op.kind == "input"),
                         key=lambda op: self.inputs[op.outputs[0]][0])
@@ -393,6 +454,7 @@ class _Emit:
 
     def __init__(self, lowering: _Lowering, node_name: str) -> None:
         self.g = lowering.g
+        self.lowering = lowering
         self.out = lowering.fresh(node_name)
         self._fresh = lowering.fresh
         self.layouts = lowering.layouts
@@ -609,6 +671,10 @@ def _is_scalar(v: Any) -> bool:
 
 
 def _tensor(v: Any, what: str) -> _Value:
+    if isinstance(v, _Mask):
+        raise _Refusal(f"{v.target} is a boolean input, which can only be a softmax's mask: "
+                       "F.scaled_dot_product_attention(..., attn_mask=mask) or "
+                       "x.masked_fill(mask, float('-inf')) (or ~mask)")
     if isinstance(v, _Pair):
         raise _Refusal(f"{v.op}(x, dim) returns (values, indices); take .values (the indices "
                        "are not supported)")
@@ -984,13 +1050,13 @@ def _sdpa(e: _Emit, query: Any, key: Any, value: Any, attn_mask: Any = None,
     if dropout_p:
         raise _Refusal(f"dropout_p={dropout_p!r}: only inference is traced; pass dropout_p=0.0 "
                        "(or trace the module in eval mode)")
-    if is_causal:
-        raise _Refusal("is_causal=True needs a causal mask, which the op table cannot state "
-                       "yet; pass the mask as an additive input instead: attn_mask=M with "
-                       "M = torch.full((L, S), float('-inf')).triu(1)")
-    if attn_mask is not None and not isinstance(attn_mask, _Value):
-        raise _Refusal("attn_mask must be a tensor the traced function computes or takes as an "
-                       "input (an additive float mask); pass it as an argument")
+    if is_causal and attn_mask is not None:
+        raise _Refusal("is_causal=True with an attn_mask as well (torch refuses it too); pass "
+                       "one of the two")
+    if attn_mask is not None and not isinstance(attn_mask, (_Value, _Mask)):
+        raise _Refusal("attn_mask must be a tensor the traced function takes as an input (a "
+                       "boolean mask, declared with bool_inputs, or an additive float mask) or "
+                       "computes; pass it as an argument")
     q, k, v = (_tensor(x, what) for x, what in ((query, "the query"), (key, "the key"),
                                                 (value, "the value")))
     if enable_gqa and q.shape[:-2] != k.shape[:-2]:
@@ -1001,9 +1067,34 @@ def _sdpa(e: _Emit, query: Any, key: Any, value: Any, attn_mask: Any = None,
     s = _matmul(e, q, _transpose(e, k, -2, -1), name=e.tmp("scores"))
     if factor != 1:
         s = e.scalar("mul_scalar", s, factor)
+    if isinstance(attn_mask, _Mask):      # True takes part in attention
+        attn_mask = e.lowering.mask(attn_mask, true_keeps=True)
+    elif is_causal:                        # key j ≤ query i: a mask the user does not pass
+        attn_mask = e.lowering.causal(s.shape)
     if attn_mask is not None:
         s = e.binary("add", s, attn_mask)
     return _matmul(e, _safe_softmax(e, s, -1), v, name=e.out)
+
+
+def _masked_fill(e: _Emit, input: Any, mask: Any, value: Any) -> _Value:
+    """x.masked_fill(mask, -inf) with a boolean input `mask` (True masks): x plus the additive
+    mask, whose masked value is the finite MASKED (the same softmax wherever a row keeps a
+    key). Any other fill value has no IR form."""
+    if not isinstance(mask, _Mask):
+        raise _Refusal("masked_fill's mask must be a boolean input (declared with bool_inputs, "
+                       "or a bool example tensor); a mask computed inside the function is not "
+                       "supported")
+    if not (isinstance(value, float) and value == -math.inf):
+        raise _Refusal(f"masked_fill with {value!r}: only float('-inf') (a mask for a softmax) "
+                       "is supported")
+    return e.binary("add", input, e.lowering.mask(mask, true_keeps=False), name=e.out)
+
+
+def _invert(e: _Emit, input: Any) -> _Mask:
+    """~mask of a boolean input: the same input, read the other way round."""
+    if not isinstance(input, _Mask):
+        raise _Refusal("~ (logical not) applies to a boolean input mask only")
+    return replace(input, inverted=not input.inverted)
 
 
 def _log_softmax(e: _Emit, input: Any, dim: Any = None, _stacklevel: int = 3,
@@ -1080,7 +1171,8 @@ def _functions() -> dict[Any, Lowering]:
         F.rms_norm: _rms_norm, torch.rms_norm: _rms_norm, F.layer_norm: _layer_norm,
         torch.layer_norm: _layer_norm,
         F.softmax: _softmax, torch.softmax: _softmax,
-        F.scaled_dot_product_attention: _sdpa,
+        F.scaled_dot_product_attention: _sdpa, torch.masked_fill: _masked_fill,
+        operator.invert: _invert, torch.logical_not: _invert, torch.bitwise_not: _invert,
         F.log_softmax: _log_softmax, torch.log_softmax: _log_softmax, F.mse_loss: _mse_loss,
         torch.transpose: _transpose, torch.t: _t, torch.permute: _torch_permute,
         torch.reshape: _torch_reshape, torch.unsqueeze: _unsqueeze, torch.squeeze: _squeeze,
@@ -1117,7 +1209,8 @@ def _methods() -> dict[str, Lowering]:
         "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("max"),
         "amin": _reduce("min"), "max": minmax("max"), "min": minmax("min"),
         "logsumexp": _logsumexp, "norm": _norm,
-        "softmax": _softmax, "log_softmax": _log_softmax,
+        "softmax": _softmax, "log_softmax": _log_softmax, "masked_fill": _masked_fill,
+        "logical_not": _invert, "bitwise_not": _invert,
         "t": _t, "transpose": _transpose, "permute": _permute, "reshape": _reshape,
         "view": _reshape, "unsqueeze": _unsqueeze, "squeeze": _squeeze, "flatten": _flatten,
         "contiguous": _contiguous,

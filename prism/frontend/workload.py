@@ -20,6 +20,13 @@ with its parameters and buffers as further inputs of fixed shape, named after th
 Its dtype is its floating tensors' (the example inputs', the parameters' and buffers'), which must
 agree: `module.to(torch.bfloat16)` is a bfloat16 workload.
 
+A boolean mask is a parameter too: `@workload(Q=..., K=..., V=..., mask=(L, S),
+bool_inputs=("mask",))` says that `mask` is a torch.bool tensor (an `nn.Module`'s bool example
+input says so itself); the program holds it as an additive float mask, `random_inputs` draws it
+(as that additive mask: every row keeps at least one key) and `reference` hands the torch
+function the boolean tensor. `is_causal=True` adds a mask input the user never passes: the
+graph's last input, which `random_inputs` makes and `reference` leaves out.
+
 A `Workload` is immutable in what defines it (the function and its shapes); `with_shapes`,
 `with_input_scale` and `replace` return new ones. torch is imported only when something is traced
 or run, so decorating functions stays cheap.
@@ -34,9 +41,9 @@ from typing import Any, overload
 
 import numpy as np
 
-from prism.errors import DtypeError, InputError, ShapeError
+from prism.errors import DtypeError, InputError, PrismError, ShapeError
 from prism.ir.dtypes import DEFAULT_DTYPE, DType, get_dtype
-from prism.ir.graph import KernelGraph, check_shape
+from prism.ir.graph import KernelGraph, View, additive_mask, check_shape, made_input, mask_as_bool
 
 ShapeDict = dict[str, tuple[int, ...]]
 
@@ -58,7 +65,7 @@ class Workload:
                  description: str | None = None, program: str = "",
                  shape_sets: Iterable[Mapping[str, Sequence[int]]] | None = None,
                  input_scale: Mapping[str, float] | None = None,
-                 dtype: DType | Any = DEFAULT_DTYPE) -> None:
+                 dtype: DType | Any = DEFAULT_DTYPE, bool_inputs: Iterable[str] = ()) -> None:
         if isinstance(fn, Workload):   # re-decorated: wrap the function, not its cached state
             fn = fn.__wrapped__
         functools.update_wrapper(self, fn)
@@ -72,6 +79,8 @@ class Workload:
             self._checked(s) for s in (shape_sets if shape_sets is not None else [self.shapes]))
         self.input_scale: dict[str, float] = self._scales(input_scale or {})
         self.dtype: DType = get_dtype(dtype)
+        self.bool_inputs: tuple[str, ...] = tuple(bool_inputs)
+        self._no_extra(dict.fromkeys(self.bool_inputs))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.__wrapped__(*args, **kwargs)
@@ -85,7 +94,7 @@ class Workload:
     def graph(self) -> KernelGraph:
         """The traced kernel graph, named after the function (traced once, then cached)."""
         from prism.frontend.fx import trace
-        return trace(self.__wrapped__, self.shapes, self.name)
+        return trace(self.__wrapped__, self.shapes, self.name, self.bool_inputs)
 
     # -- new workloads from this one ----------------------------------------------------------
 
@@ -93,7 +102,8 @@ class Workload:
         """A copy with some of the constructor's keyword fields (or `shapes`) changed."""
         current: dict[str, Any] = {"shapes": self.shapes, "description": self.description,
                    "program": self.program, "shape_sets": self.shape_sets,
-                   "input_scale": self.input_scale, "dtype": self.dtype}
+                   "input_scale": self.input_scale, "dtype": self.dtype,
+                   "bool_inputs": self.bool_inputs}
         unknown = sorted(set(fields) - set(current))
         if unknown:
             raise TypeError(f"Workload.replace got unknown field(s) {', '.join(unknown)}; "
@@ -115,21 +125,46 @@ class Workload:
     # -- running it -----------------------------------------------------------------------------
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
-        """One float64 array per parameter: standard normal × `input_scale[p]`, reproducible."""
+        """One float64 array per parameter: standard normal × `input_scale[p]`, reproducible; a
+        boolean mask as the additive mask the program holds (each key kept with probability
+        3/4, the first key of every row always), then the masks the program makes itself
+        (is_causal's), one per graph input."""
         rng = np.random.default_rng(seed)
-        return [rng.standard_normal(shape) * self.input_scale[p]
-                for p, shape in self.shapes.items()]
+        arrays = [rng.standard_normal(shape) * self.input_scale[p]
+                  for p, shape in self.shapes.items()]
+        views = self._made_views()
+        for i, p in enumerate(self.shapes):
+            if p in self.bool_inputs:
+                keep = rng.random(self.shapes[p]) < 0.75
+                keep[..., 0] = True
+                arrays[i] = additive_mask(keep)
+        arrays += [made_input(v, v.shape) for v in views[len(arrays):] if v is not None]
+        return arrays
+
+    def _made_views(self) -> list[View | None]:
+        """The view of each graph input (None where it has none), when the program has a mask
+        input; [] when it has none (or does not trace: then nothing is made)."""
+        try:
+            graph = self.graph
+        except PrismError:
+            return []
+        return [graph.input_view(i) for i in range(len(graph.inputs))]
 
     def reference(self, *arrays: Any) -> list[np.ndarray]:
         """The torch function's outputs in float64 on `arrays` (numpy or torch, parameter order)."""
         import torch
 
+        views = self._made_views()
+        if len(arrays) == len(views) > len(self.shapes):   # the graph's inputs: drop the made
+            arrays = arrays[:len(self.shapes)]
         if len(arrays) != len(self.shapes):
             raise InputError(f"workload {self.name} takes {len(self.shapes)} inputs "
                              f"({', '.join(self.shapes)}), got {len(arrays)}; pass one array per "
                              "parameter, in order")
-        tensors = [_float64_tensor(a, p, shape) for a, (p, shape) in
-                   zip(arrays, self.shapes.items(), strict=True)]
+        tensors = [_float64_tensor(a, p, shape) if p not in self.bool_inputs else
+                   _bool_tensor(a, p, shape, views[i] if i < len(views) else None)
+                   for i, (a, (p, shape)) in enumerate(zip(arrays, self.shapes.items(),
+                                                           strict=True))]
         with torch.no_grad():
             result = self.__wrapped__(*tensors)
         results = result if isinstance(result, (tuple, list)) else [result]
@@ -141,7 +176,8 @@ class Workload:
         return {"name": self.name, "description": self.description, "program": self.program,
                 "params": {p: list(s) for p, s in self.shapes.items()},
                 "shape_sets": [{p: list(s) for p, s in ss.items()} for ss in self.shape_sets],
-                "input_scale": dict(self.input_scale), "dtype": self.dtype.name}
+                "input_scale": dict(self.input_scale), "dtype": self.dtype.name,
+                **({"bool_inputs": list(self.bool_inputs)} if self.bool_inputs else {})}
 
     # -- checks ---------------------------------------------------------------------------------
 
@@ -170,28 +206,30 @@ class Workload:
 
 
 @overload
-def workload(_fn: Callable[..., Any], /, *, dtype: Any = ...,
+def workload(_fn: Callable[..., Any], /, *, dtype: Any = ..., bool_inputs: Iterable[str] = ...,
              **shapes: Sequence[int]) -> Workload: ...
 
 
 @overload
-def workload(_fn: None = None, /, *, dtype: Any = ...,
+def workload(_fn: None = None, /, *, dtype: Any = ..., bool_inputs: Iterable[str] = ...,
              **shapes: Sequence[int]) -> Callable[[Callable[..., Any]], Workload]: ...
 
 
 def workload(_fn: Callable[..., Any] | None = None, /, *, dtype: Any = DEFAULT_DTYPE,
+             bool_inputs: Iterable[str] = (),
              **shapes: Sequence[int]) -> Workload | Callable[[Callable[..., Any]], Workload]:
     """Decorate a torch function with the shape of each parameter: `@workload(X=(8, 1024), ...)`,
-    and the dtype it runs in (`dtype="bfloat16"`; float16 when not given).
+    the dtype it runs in (`dtype="bfloat16"`; float16 when not given) and the parameters that
+    are boolean masks (`bool_inputs=("mask",)`).
 
     `workload(fn, X=..., ...)` is the same without decorator syntax. Shapes and the dtype are
     checked now: every parameter needs a shape, rank 1..4, every dim a positive int.
     """
     if _fn is not None:
-        return Workload(_fn, shapes, dtype=dtype)
+        return Workload(_fn, shapes, dtype=dtype, bool_inputs=bool_inputs)
 
     def decorate(fn: Callable[..., Any]) -> Workload:
-        return Workload(fn, shapes, dtype=dtype)
+        return Workload(fn, shapes, dtype=dtype, bool_inputs=bool_inputs)
 
     return decorate
 
@@ -204,7 +242,7 @@ class ModuleWorkload(Workload):
     def __init__(self, module: Any, shapes: Mapping[str, Sequence[int]], *,
                  name: str | None = None, description: str | None = None,
                  input_scale: Mapping[str, float] | None = None,
-                 dtype: DType | Any = DEFAULT_DTYPE) -> None:
+                 dtype: DType | Any = DEFAULT_DTYPE, bool_inputs: Iterable[str] = ()) -> None:
         import inspect
 
         from prism.frontend.fx import input_name, module_tensors, trace_module
@@ -217,7 +255,7 @@ class ModuleWorkload(Workload):
             raise ShapeError(f"module {label}: forward takes {', '.join(args) or 'nothing'}; "
                              f"give one example input (or shape) for each")
         self.inputs = {p: tuple(int(n) for n in shapes[p]) for p in args}
-        traced = trace_module(module, self.inputs, label)
+        traced = trace_module(module, self.inputs, label, bool_inputs)
         tensors = {input_name(path): t for path, t in module_tensors(module)}
         self.fixed = {t: tensors[t] for t in traced.inputs if t in tensors}
         order = [*self.inputs, *self.fixed]
@@ -235,7 +273,7 @@ class ModuleWorkload(Workload):
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in order])
         all_shapes = {**self.inputs, **{t: tuple(v.shape) for t, v in self.fixed.items()}}
         super().__init__(forward, all_shapes, description=description or "",
-                         input_scale=input_scale, dtype=dtype)
+                         input_scale=input_scale, dtype=dtype, bool_inputs=bool_inputs)
         self.__dict__["graph"] = traced      # the cached_property's slot: traced once, above
 
     def replace(self, **fields: Any) -> Workload:
@@ -253,14 +291,16 @@ class ModuleWorkload(Workload):
                               description=fields.get("description", self.description),
                               input_scale={p: s for p, s in fields.get(
                                   "input_scale", self.input_scale).items() if p in self.inputs},
-                              dtype=fields.get("dtype", self.dtype))
+                              dtype=fields.get("dtype", self.dtype),
+                              bool_inputs=self.bool_inputs)
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
         """The forward's inputs drawn as `Workload.random_inputs` does; the module's own tensors
         as they are (float64)."""
         drawn = super().random_inputs(seed)
         fixed = {t: v.detach().cpu().double().numpy() for t, v in self.fixed.items()}
-        return [fixed.get(p, a) for p, a in zip(self.shapes, drawn, strict=True)]
+        own = [fixed.get(p, a) for p, a in zip(self.shapes, drawn, strict=False)]
+        return own + drawn[len(own):]          # then the masks the program makes
 
 
 def from_module(module: Any, *example_inputs: Any, name: str | None = None) -> ModuleWorkload:
@@ -278,7 +318,9 @@ def from_module(module: Any, *example_inputs: Any, name: str | None = None) -> M
                          f"{len(args)} input(s) ({', '.join(args)}), got {len(example_inputs)} "
                          "example input(s); pass one per argument")
     shapes = {p: tuple(getattr(x, "shape", x)) for p, x in zip(args, example_inputs, strict=True)}
-    return ModuleWorkload(module, shapes, name=name,
+    bools = [p for p, x in zip(args, example_inputs, strict=True)
+             if str(getattr(x, "dtype", "")) == "torch.bool"]
+    return ModuleWorkload(module, shapes, name=name, bool_inputs=bools,
                           dtype=_module_dtype(module, dict(zip(args, example_inputs, strict=True)),
                                               label))
 
@@ -357,3 +399,16 @@ def _float64_tensor(a: Any, name: str, shape: tuple[int, ...]) -> Any:
 def _first_doc_line(fn: Callable[..., Any]) -> str:
     doc = (fn.__doc__ or "").strip()
     return doc.splitlines()[0].strip() if doc else ""
+
+
+def _bool_tensor(a: Any, name: str, shape: tuple[int, ...], view: View | None) -> Any:
+    """Boolean mask parameter `name` for the torch function: as given when boolean, else read
+    back from the additive mask the program holds (`random_inputs`' form)."""
+    import torch
+
+    t = torch.as_tensor(np.asarray(a.detach().cpu() if hasattr(a, "detach") else a))
+    if tuple(t.shape) != shape:
+        raise ShapeError(f"mask {name} has shape {tuple(t.shape)}, the workload's is {shape}")
+    if t.dtype == torch.bool:
+        return t
+    return torch.from_numpy(mask_as_bool(view or View(shape, made="keep"), t.numpy()))

@@ -65,7 +65,7 @@ from prism.errors import PrismError
 from prism.instantiate.lowering import POW_HELPER, RMS_NORM_HELPER
 from prism.ir.dims import evaluate
 from prism.ir.dtypes import DEFAULT_DTYPE, DType, get_dtype
-from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
+from prism.ir.graph import MASKED, BlockGraph, KernelGraph, Map, Op
 from prism.ir.ops import OPS, RESCALED, with_defaults
 from prism.ir.spec import check, substitute_graph
 
@@ -256,6 +256,25 @@ def _prepare(tensors, specs):
 '''
 
 
+# A softmax's mask input (`prism.ir.graph.View.made`): what run() does with the tensor given
+MASK_HELPER = '''_MASKED = {masked!r}   # a masked key's additive value: a finite −∞
+
+
+def _mask(t, made, shape, like):
+    """A mask input as the kernels read it, additive in `like`'s dtype: is_causal's mask made
+    from its shape when none is given (key j ≤ query i kept); a boolean mask converted (True
+    keeps a key for "keep" and "causal", drops it for "drop"); an additive mask as it is."""
+    if t is None and made == "causal":
+        t = torch.ones(shape, dtype=torch.bool, device=like.device).tril()
+    if isinstance(t, torch.Tensor) and t.dtype == torch.bool:
+        keep = t if made != "drop" else ~t
+        dtype = like.dtype if isinstance(like, torch.Tensor) else torch.float32
+        t = torch.where(keep, torch.zeros((), dtype=dtype, device=t.device),
+                        torch.full((), _MASKED, dtype=dtype, device=t.device))
+    return t
+'''
+
+
 class _Module:
     def __init__(self, graph: KernelGraph, name: str, dtype: DType):
         self.graph = graph
@@ -313,15 +332,23 @@ class _Module:
         parts.append(_RUNTIME)
         if "_rms_norm(" in "".join(launch):
             parts.append("\n\n" + RMS_NORM_HELPER)
-        specs = []
+        specs, made = [], []
         for i, t in enumerate(g.inputs):
             view = g.input_view(i)
             specs.append((t, user[i], (self.shapes[t], self.strides[t]) if view else None))
+            if view is not None and view.made:
+                made.append((self.names(t), view.made, view.shape))
+        if made:
+            parts.append("\n\n" + MASK_HELPER.format(masked=MASKED))
         parts.append("\n\n# per input: its name, the shape run() takes, the view (shape, strides) "
                      "the kernels read\n_INPUTS = (" + "".join(f"\n    {spec!r}," for spec in specs)
                      + "\n)\n")
-        run = [f"\n\ndef run({', '.join(params)}):",
+        optional = {p for p, kind, _ in made if kind == "causal"}   # the tail: made inputs
+        run = [f"\n\ndef run({', '.join(p + '=None' * (p in optional) for p in params)}):",
                f'    """{label}({sig}) -> {returns}"""']
+        like = next((p for p in params if p not in {q for q, _, _ in made}), None)
+        for p, kind, shape in made:
+            run.append(f"    {p} = _mask({p}, {kind!r}, {shape!r}, {like})")
         if params:
             run.append(f"    {', '.join(params)}, = _prepare(({', '.join(params)},), _INPUTS)")
         first = params[0] if params else "None"

@@ -245,6 +245,12 @@ class View:
 
     shape: tuple[int, ...]
     perm: tuple[int, ...] = ()
+    # A mask for a softmax, which the IR holds as an additive float tensor (0 where a key is
+    # attended, MASKED where it is not): "" for an ordinary input; "keep" or "drop" for a
+    # boolean tensor the user passes (True keeps the key, as F.scaled_dot_product_attention's
+    # attn_mask; True drops it, as masked_fill's mask); "causal" for one the user does not
+    # pass at all, made from its shape (is_causal=True: key j ≤ query i is kept)
+    made: str = ""
 
     def permuted(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """The user's shape and contiguous strides (in elements), permuted by `perm`."""
@@ -280,7 +286,46 @@ class View:
         return tuple(out) if not pending else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"shape": list(self.shape), **({"perm": list(self.perm)} if self.perm else {})}
+        return {"shape": list(self.shape), **({"perm": list(self.perm)} if self.perm else {}),
+                **({"made": self.made} if self.made else {})}
+
+
+# The additive mask's value where a key is masked: a finite −∞. e^(x − 30000) is exactly 0 in
+# every float type for any logit below 10⁴, and, unlike −∞, a part of a split whose keys are all
+# masked still has a finite max (no ∞ − ∞). Representable in float16 (and bfloat16) exactly.
+MASKED = -30000.0
+MADE = ("keep", "drop", "causal")
+
+
+def causal_keep(shape: Sequence[int]) -> np.ndarray:
+    """is_causal's mask as F.scaled_dot_product_attention makes it: key j is kept for query i
+    when j ≤ i (the top-left triangle of an [L, S] matrix, whatever L and S are)."""
+    rows, cols = shape[-2], shape[-1]
+    return np.broadcast_to(np.tril(np.ones((rows, cols), dtype=bool)), tuple(shape))
+
+
+def additive_mask(keep: np.ndarray) -> np.ndarray:
+    """A boolean keep-mask as the IR's additive float mask (0 kept, MASKED masked)."""
+    return np.where(keep, 0.0, MASKED)
+
+
+def made_input(view: View, shape: Sequence[int], given: Any = None) -> np.ndarray:
+    """The IR array of a mask input: the causal mask made from `shape`, or the user's boolean
+    mask `given` as additive floats; an array that is already additive (what the engine passes
+    between its own stages) is taken as it is."""
+    if view.made == "causal" and given is None:
+        return additive_mask(causal_keep(shape))
+    a = np.asarray(given)
+    if a.dtype == bool:
+        return additive_mask(a if view.made in ("keep", "causal") else ~a)
+    return a
+
+
+def mask_as_bool(view: View, additive: np.ndarray) -> np.ndarray:
+    """The boolean mask the user's torch function takes for an additive one (the inverse of
+    `made_input` for "keep" and "drop")."""
+    kept = np.asarray(additive) > MASKED / 2
+    return kept if view.made == "keep" else ~kept
 
 
 @dataclass(frozen=True)
@@ -329,13 +374,23 @@ class KernelGraph(_Graph):
 
     def to_ir(self, arrays: Sequence[Any]) -> list[Any]:
         """Arrays in the user's layout (one per input) as the IR's inputs: each through its
-        view (numpy transpose and reshape); arrays without a view pass as they are."""
+        view (numpy transpose and reshape); arrays without a view pass as they are. A mask
+        input takes the user's boolean mask or the additive one, and a causal mask is made when
+        its array is left out (`made_input`)."""
+        arrays = list(arrays)
+        made = [i for i in range(len(self.inputs))
+                if (v := self.input_view(i)) is not None and v.made == "causal"]
+        if made and len(arrays) == len(self.inputs) - len(made):   # the user's: masks made here
+            for i in made:
+                arrays.insert(i, None)
         out = []
         for i, (t, a) in enumerate(zip(self.inputs, arrays, strict=True)):
             view = self.input_view(i)
             if view is None:
                 out.append(a)
                 continue
+            if view.made:
+                a = made_input(view, view.shape, a)
             a = np.asarray(a)
             if a.shape != view.shape:
                 from prism.errors import InputError
@@ -416,6 +471,9 @@ def _interface_problem(g: KernelGraph) -> str:
                     math.prod(view.shape) != math.prod(ir):
                 return f"{kind} {t}'s view {list(view.shape)} does not have the elements of " \
                        f"{list(ir)}"
+            if view.made and (kind == "output" or view.made not in MADE or view.perm):
+                return f"{kind} {t}'s view is made {view.made!r}: only an input, one of " \
+                       f"{', '.join(MADE)}, and not permuted"
             rank = len(view.shape)
             if view.perm and (kind == "output" or sorted(view.perm) != list(range(rank))):
                 return f"{kind} {t}'s view has the permutation {list(view.perm)}, " \

@@ -131,7 +131,8 @@ def _interface(r: _Reader, obj: dict[str, Any]) -> Interface:
         shape, perm = r.field(o, "shape", list), r.field(o, "perm", list, default=[])
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in shape + perm):
             raise r.fail("a view's shape and perm should list ints")
-        return View(tuple(shape), tuple(perm))
+        made = r.field(o, "made", str, default="")
+        return View(tuple(shape), tuple(perm), made)
     return Interface(tuple(view(v) for v in r.field(obj, "inputs", list, default=[])),
                      tuple(view(v) for v in r.field(obj, "outputs", list, default=[])))
 

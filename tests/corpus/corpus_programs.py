@@ -37,6 +37,7 @@ class Program(NamedTuple):
     shapes: dict[str, tuple[int, ...]]
     kind: str = "any"
     dtype: str = "float16"       # what the program runs in (`prism.workload(dtype=...)`)
+    bool_inputs: tuple[str, ...] = ()   # parameters that are torch.bool masks
 
 
 class Module(NamedTuple):
@@ -46,8 +47,9 @@ class Module(NamedTuple):
 
 
 def _program(fn: Callable[..., Any], shapes: dict[str, tuple[int, ...]],
-             kind: str = "any", dtype: str = "float16") -> Program:
-    return Program(fn, shapes, kind, dtype)
+             kind: str = "any", dtype: str = "float16",
+             bool_inputs: tuple[str, ...] = ()) -> Program:
+    return Program(fn, shapes, kind, dtype, bool_inputs)
 
 
 # -- Linear layers with biases and activations ---------------------------------------------------
@@ -244,6 +246,27 @@ def attention_max_subtracted_by_hand(Q, K, V):
     return (P / P.sum(dim=-1, keepdim=True)) @ V
 
 
+def attention_causal(Q, K, V):
+    # a decoder's prefill: each query attends to the keys up to its own position
+    return F.scaled_dot_product_attention(Q, K, V, is_causal=True)
+
+
+def attention_padding_mask(Q, K, V, keep):
+    # a batch of padded sequences: `keep` (torch.bool) is False at the padding keys
+    return F.scaled_dot_product_attention(Q, K, V, attn_mask=keep)
+
+
+def attention_masked_fill_by_hand(Q, K, V, pad):
+    # the same, written as older model code does: `pad` (torch.bool) is True at the padding
+    S = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+    return torch.softmax(S.masked_fill(pad, float("-inf")), dim=-1) @ V
+
+
+def attention_additive_mask(Q, K, V, bias):
+    # an additive float mask (ALiBi-like biases, or 0 / -inf)
+    return F.scaled_dot_product_attention(Q, K, V, attn_mask=bias)
+
+
 # -- reductions over rows and columns after a projection ------------------------------------------
 
 def pooled_relu_projection(X, W, B):
@@ -338,6 +361,18 @@ PROGRAMS: dict[str, Program] = {
     "attention_max_subtracted_by_hand": _program(attention_max_subtracted_by_hand,
                                                  {"Q": (2, 8, 16), "K": (2, 256, 16),
                                                   "V": (2, 256, 16)}),
+    "attention_causal": _program(attention_causal, {"Q": (2, 16, 16), "K": (2, 16, 16),
+                                                    "V": (2, 16, 16)}),
+    "attention_padding_mask": _program(attention_padding_mask,
+                                       {"Q": (2, 8, 16), "K": (2, 64, 16), "V": (2, 64, 16),
+                                        "keep": (8, 64)}, bool_inputs=("keep",)),
+    "attention_masked_fill_by_hand": _program(attention_masked_fill_by_hand,
+                                              {"Q": (2, 8, 16), "K": (2, 64, 16),
+                                               "V": (2, 64, 16), "pad": (8, 64)},
+                                              bool_inputs=("pad",)),
+    "attention_additive_mask": _program(attention_additive_mask,
+                                        {"Q": (2, 8, 16), "K": (2, 64, 16), "V": (2, 64, 16),
+                                         "bias": (8, 64)}),
     "batched_linear_gelu": _program(batched_linear_gelu, {"X": (2, 4, K), "W": (K, N)},
                                     "epilogue"),
     "pooled_relu_projection": _program(pooled_relu_projection, {**XW, "B": (N,)}),

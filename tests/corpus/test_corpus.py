@@ -43,7 +43,8 @@ SAMPLE = ("linear_bias_relu", "linear_leaky_relu", "silu_times_two", "linear_tra
 
 def workload(name: str) -> prism.Workload:
     entry = PROGRAMS[name]
-    return prism.workload(entry.fn, dtype=entry.dtype, **entry.shapes)
+    return prism.workload(entry.fn, dtype=entry.dtype, bool_inputs=entry.bool_inputs,
+                          **entry.shapes)
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

@@ -292,8 +292,8 @@ UNSUPPORTED = {
     "returns_a_number": (lambda x: 3, "not a traced tensor"),
     "sdpa_dropout": (lambda x: F.scaled_dot_product_attention(x, x, x, dropout_p=0.1),
                      "dropout_p=0.1: only inference"),
-    "sdpa_causal": (lambda x: F.scaled_dot_product_attention(x, x, x, is_causal=True),
-                    "pass the mask as an additive input"),
+    "masked_fill_computed_mask": (lambda x: x.masked_fill(x, float("-inf")),
+                                  "masked_fill's mask must be a boolean input"),
 }
 
 
