@@ -15,6 +15,8 @@
 #
 # This notebook runs the whole pipeline once, looks at what it returns, and then runs it again
 # inside the **workbench**, the widget that shows each step live.
+#
+# If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
 # %% tags=["parameters"]
 # Small enough to run in seconds on a laptop CPU. For the real thing, set SHAPES = None (the

@@ -16,6 +16,8 @@
 # This notebook builds the RMSNorm + MatMul program at both levels by hand. It runs both versions
 # in the reference interpreter, the oracle that every other part of the project is tested against,
 # and then asks the cost model what fusing them buys.
+#
+# If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
 # %% tags=["parameters"]
 SHAPES = {"X": (8, 64), "W": (64, 64)}   # small: the interpreter runs these in float64 numpy

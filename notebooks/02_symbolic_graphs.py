@@ -16,6 +16,8 @@
 # Tile shapes then become *dimension expressions* in those symbols. One sGraph stands for a whole
 # family of concrete kernels. The search generates, prunes and proves sGraphs, and it picks numbers
 # only at the end. This notebook builds one sGraph by hand, looks inside it, and instantiates it.
+#
+# If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
 # %% tags=["parameters"]
 SHAPES = {"X": (8, 64), "W": (64, 64)}

@@ -27,6 +27,8 @@
 # same best program, only sooner. This notebook shows each of the six built-in rules at work on
 # a real family, and two checks that were removed from the engine because their claims were
 # false. Then it switches each rule off and counts what it had saved.
+#
+# If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
 # %% tags=["parameters"]
 SHAPES = {"X": (8, 64), "W": (64, 64)}

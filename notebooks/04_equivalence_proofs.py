@@ -13,6 +13,8 @@
 # the chain) one iteration at a time, and reads the proof step by step. Then it checks the proof
 # with a separate checker, looks at how one axiom is itself proved by the SMT solver z3, and ends
 # with a wrong kernel that the verifier refutes with a counterexample.
+#
+# If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
 # %% tags=["parameters"]
 SHAPES = {"X": (8, 64), "W": (64, 64)}

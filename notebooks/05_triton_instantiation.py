@@ -13,6 +13,8 @@
 # which executes the same kernel in numpy on CPU tensors. The output is checked against torch and
 # the float64 interpreter. Finally the kernel is compiled to PTX for Hopper (sm_90), which needs
 # no GPU either.
+#
+# If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
 # %% tags=["parameters"]
 SHAPES = {"X": (8, 64), "W": (64, 64)}

@@ -18,6 +18,8 @@
 # watches the model rank every configuration, takes one ranking apart to see *why* one grid size
 # wins, runs the finalists, and caches what it measured. Every latency carries its kind:
 # `modeled`, `interpreted` or `measured`.
+#
+# If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
 # %% tags=["parameters"]
 WORKLOAD = "rmsnorm_matmul"

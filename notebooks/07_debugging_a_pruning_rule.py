@@ -17,6 +17,8 @@
 #
 # The audit hands back the program that was wrongly pruned. We look at its picture, its proof
 # and its output against torch. Then we fix the rule, and the audit checks the fix.
+#
+# If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
 # %% tags=["parameters"]
 SHAPES = {"X": (8, 64), "W": (64, 64)}

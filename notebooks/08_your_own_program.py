@@ -13,6 +13,8 @@
 # kernel reads `X`, `W` and `H` once and writes the answer once.
 #
 # Replace the function with your own. The sections say what to check at each step.
+#
+# If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
 # %% tags=["parameters"]
 SHAPES = {"X": (8, 64), "W": (64, 64), "H": (8, 64)}   # small: searched and checked in seconds

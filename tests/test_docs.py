@@ -1,6 +1,6 @@
-"""The README, the architecture page and the notebooks' README: every relative link and image
-resolves to a file in the tree, and every notebook is listed in both notebook tables (the
-oracle: the notebook sources that `notebooks/build.py` finds)."""
+"""The README, the architecture page, the notebooks' README and their glossary: every relative
+link and image resolves to a file in the tree, and every notebook is listed in both notebook
+tables (the oracle: the notebook sources that `notebooks/build.py` finds)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("README.md", "docs/architecture.md", "notebooks/README.md")
+PAGES = ("README.md", "docs/architecture.md", "notebooks/README.md", "notebooks/GLOSSARY.md")
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
 
