@@ -307,6 +307,9 @@ class _Run:
             first.kernel_checks if first is not None else {}
         self.kernel_choice_lists: dict[str, list[BlockGraph]] = \
             first.kernel_choice_lists if first is not None else {}
+        # proof attempts by their terms (`verify(proofs=)`): candidates that translate alike
+        # share one e-graph run
+        self.proofs: dict[Any, Any] = first.proofs if first is not None else {}
         # the seed's pass (`_seed`): stop after this many candidates, or at the first family
         # with a modeled equivalent member
         self.candidate_limit: int | None = None
@@ -605,7 +608,7 @@ class _Run:
         if hit is None:
             lim = self.config.verify_limits
             verdict = verify(reference, program, Limits(lim.iterations, lim.nodes),
-                             refute_first=True)
+                             refute_first=True, proofs=self.proofs)
             best = best_assignment(program, self.config.device) \
                 if model and verdict.verdict == "equivalent" else None
             hit = self.kernel_checks[key] = (verdict, best)
@@ -630,7 +633,7 @@ class _Run:
                 verdict = mirage_check(self.target, member)   # the concrete mode: Mirage's
             elif verdict is None:
                 verdict = verify(self.target, member, Limits(lim.iterations, lim.nodes),
-                                 refute_first=refute_first)
+                                 refute_first=refute_first, proofs=self.proofs)
         else:
             verdict = seen.verdict
         cand = Candidate(cid, family, member, verdict)

@@ -26,7 +26,7 @@ range? The answer is a value — `Proved(steps)`, `Refuted(counterexample)`, `Un
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prism.errors import PrismError, VerifyError
@@ -111,7 +111,8 @@ class _Clock:
 
 
 def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(), *,
-           refute_first: bool = False, table: list[Rule] | None = None) -> Verdict:
+           refute_first: bool = False, table: list[Rule] | None = None,
+           proofs: dict[Any, Any] | None = None) -> Verdict:
     """Prove with grid and loop sizes as opaque symbols, so the proof holds for every size; a
     candidate whose sizes are constants and which that cannot prove is tried once more with its
     sizes known (a kernel may rely on them: a split that meets the previous kernel's
@@ -120,7 +121,13 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
     `refute_first` (the search, which sees many wrong candidates): one float64 random trial at
     one small assignment first; a difference there is a counterexample, and no e-graph runs.
     `table`: the rules to prove with (default: the axiom table; axiom discovery passes the table
-    with a candidate axiom added, `prism.expr.discover`)."""
+    with a candidate axiom added, `prism.expr.discover`).
+
+    `proofs`: a memo the caller keeps across calls (the search keeps one per search). Many
+    candidates translate to the same terms (they differ in what the terms abstract away); a
+    proof attempt is a function of the terms, the sizes' analysis, the rules and the count
+    limits, so an attempt on terms seen before returns what the first attempt found (the
+    checked proof, or its failure) instead of saturating again."""
     clock = _Clock()
     invalid = invalid_reason(target, candidate)
     if invalid:
@@ -137,12 +144,15 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
     notes: list[str] = []
     gaps: list[dict[str, Any]] = []
     table = rules() if table is None else table
-    verdict = _prove(target, candidate, limits, clock, notes, gaps, table, concrete=False)
+    memo = proofs if limits.seconds is None else None    # a wall-clock limit: never reused
+    verdict = _prove(target, candidate, limits, clock, notes, gaps, table, concrete=False,
+                     memo=memo)
     if verdict is None and candidate.custom_ops and not candidate.free_vars():
-        verdict = _prove(target, candidate, limits, clock, notes, gaps, table, concrete=True)
+        verdict = _prove(target, candidate, limits, clock, notes, gaps, table, concrete=True,
+                         memo=memo)
         if verdict is None and _loop_meets_grid(candidate):
             verdict = _prove(target, candidate, limits, clock, notes, gaps, table, concrete=True,
-                             loop_first=True)
+                             loop_first=True, memo=memo)
     return verdict if verdict is not None else \
         _fallback(target, candidate, clock, notes, gaps[-1] if gaps else None)
 
@@ -162,9 +172,43 @@ def _one(d: Any) -> bool:
 
 def _prove(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _Clock,
            notes: list[str], gaps: list[dict[str, Any]], table: list[Rule], concrete: bool,
-           loop_first: bool = False) -> Verdict | None:
+           loop_first: bool = False, memo: dict[Any, Any] | None = None) -> Verdict | None:
     """A checked proof, or None with the reason appended to `notes` (and, when the e-graph
-    saturated, where the terms came closest appended to `gaps`)."""
+    saturated, where the terms came closest appended to `gaps`); through `memo` (see
+    `verify`), once per distinct attempt."""
+    if memo is None:
+        return _attempt(target, candidate, limits, clock, notes, gaps, table, concrete,
+                        loop_first)
+    tgt = translate(target)
+    try:
+        cand = translate(candidate, input_names=tgt.inputs, concrete_sizes=concrete,
+                         loop_first=loop_first)
+    except PrismError:
+        return _attempt(target, candidate, limits, clock, notes, gaps, table, concrete,
+                        loop_first)
+    analysis = proof_analysis(target, tgt, cand, concrete)
+    key = (tuple(tgt.terms), tuple(cand.terms), concrete, loop_first,
+           tuple(sorted((n, str(d)) for n, d in analysis.axis_sizes.items())),
+           tuple(sorted((n, tuple(str(d) for d in shape))
+                        for n, shape in analysis.input_shapes.items())),
+           limits, tuple(id(rule) for rule in table), tuple(table))
+    hit = memo.get(key)
+    if hit is None:
+        mine_notes: list[str] = []
+        mine_gaps: list[dict[str, Any]] = []
+        verdict = _attempt(target, candidate, limits, clock, mine_notes, mine_gaps, table,
+                           concrete, loop_first)
+        hit = memo[key] = (verdict, tuple(mine_notes), tuple(mine_gaps))
+    verdict, found_notes, found_gaps = hit
+    notes.extend(found_notes)
+    gaps.extend(found_gaps)
+    return None if verdict is None else replace(verdict, seconds=clock())
+
+
+def _attempt(target: KernelGraph, candidate: KernelGraph, limits: Limits, clock: _Clock,
+             notes: list[str], gaps: list[dict[str, Any]], table: list[Rule], concrete: bool,
+             loop_first: bool) -> Verdict | None:
+    """One proof attempt (`_prove` without the memo)."""
     tgt = translate(target)
     try:
         cand = translate(candidate, input_names=tgt.inputs, concrete_sizes=concrete,

@@ -438,3 +438,36 @@ def test_mutants_of_a_symbolic_split_key_program_are_never_proven():
                                assignments=[{"s": 2}, {"s": 8}]).equal, m.description
         refuted += verdict.verdict == "not_equivalent"
     assert refuted >= 10
+
+
+def test_a_proof_memo_runs_each_distinct_attempt_once_and_changes_no_verdict(monkeypatch):
+    """`verify(proofs=memo)`, as the search calls it: a candidate whose terms were tried before
+    gets the same checked proof without another e-graph run; other terms, another rule table or
+    a wall-clock limit are attempts of their own (oracle: the verdicts without the memo, and the
+    replayed proof)."""
+    import prism.verify.equiv as equiv
+    attempts = []
+    real = equiv._attempt
+
+    def counted(*args, **kwargs):
+        attempts.append(args[1].name)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(equiv, "_attempt", counted)
+    target, fused = WORKLOADS["swiglu"].graph, known_best("swiglu", WORKLOADS["swiglu"].shapes)
+    memo = {}
+    first = verify(target, fused, proofs=memo)
+    again = verify(target, replace(fused, name="same terms"), proofs=memo)
+    assert first.verdict == again.verdict == "equivalent" and len(attempts) == 1
+    assert again.steps == first.steps
+    replay(target, fused, again)
+    for m in list(mutants(fused))[:6]:           # other terms: their own attempts
+        with_memo = verify(target, m.graph, proofs=memo)
+        assert with_memo.verdict != "equivalent", m.description
+        assert with_memo.verdict == verify(target, m.graph).verdict, m.description
+    before = len(attempts)
+    fewer = [r for r in rules() if r.name != "matmul-k-partial-sums"]
+    verify(target, fused, table=fewer, proofs=memo)
+    assert len(attempts) > before
+    before = len(attempts)
+    assert verify(target, fused, Limits(seconds=30.0), proofs=memo).verdict == "equivalent"
+    assert len(attempts) == before + 1
