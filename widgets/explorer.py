@@ -283,8 +283,9 @@ class SearchExplorer(LiveView):
         self.detail = w.HTML()
         self.chart = go.FigureWidget(
             [go.Bar(x=[], y=[], name="pruned")],
-            layout=go.Layout(title="families pruned per rule", height=260,
-                             margin={"l": 40, "r": 10, "t": 40, "b": 40}))
+            layout=go.Layout(title="families pruned per rule (log count)", height=260,
+                             yaxis={"type": "log", "title": {"text": "families (log)"}},
+                             margin={"l": 50, "r": 10, "t": 40, "b": 40}))
         self.run_button = w.Button(description="run", icon="play")
         self.pause_button = w.Button(description="pause", icon="pause")
         self.step_button = w.Button(description="step", icon="step-forward")

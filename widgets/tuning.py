@@ -132,6 +132,24 @@ class TuningState:
         return best if isinstance(best, str) else None
 
 
+# The y axis of each latency kind (plotly's names): modeled on the left, the others on the right
+AXES = {"modeled": "y", "measured": "y2", "interpreted": "y3"}
+
+
+def _layout_key(axis: str) -> str:
+    return "yaxis" + axis[1:]
+
+
+def _axis_layout(kind: str) -> dict[str, Any]:
+    """A log axis titled with its kind; the second and third sit on the right of the plot."""
+    out: dict[str, Any] = {"title": {"text": f"{kind} latency (µs, log)"}, "type": "log",
+                           "visible": kind == "modeled"}
+    if AXES[kind] != "y":
+        out.update(overlaying="y", side="right", anchor="free",
+                   position=0.86 if AXES[kind] == "y2" else 0.96)
+    return out
+
+
 def _number(x: object) -> float | None:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
 
@@ -150,25 +168,33 @@ class TuningMonitor(LiveView):
         traces: list[Any] = []
         self.scatter: dict[str, int] = {}       # kind → trace index
         self.lines: dict[str, int] = {}         # kind → its best-so-far line
+        # One y axis per latency kind: an interpreted wall time (ms of Python) and a modeled
+        # GPU latency (µs) are different quantities and never share a scale. The roofline and
+        # eager lines are modeled, on the modeled axis.
+        self.axis = {kind: AXES[kind] for kind in MEASURE_KINDS}
         for kind in MEASURE_KINDS:
             self.scatter[kind] = len(traces)
             traces.append(go.Scatter(
-                x=[], y=[], mode="markers", name=f"{kind} latency",
+                x=[], y=[], mode="markers", name=f"{kind} latency", yaxis=self.axis[kind],
                 marker={"symbol": SYMBOLS.get(kind, "circle"), "size": 8},
                 hovertemplate="%{text}<br>%{y:.4g} µs (" + kind + ")<extra></extra>"))
         for kind in MEASURE_KINDS:
             self.lines[kind] = len(traces)
             traces.append(go.Scatter(x=[], y=[], mode="lines", name=f"fastest so far ({kind})",
-                                     line={"shape": "hv"}, hoverinfo="skip"))
+                                     yaxis=self.axis[kind], line={"shape": "hv"},
+                                     hoverinfo="skip"))
         self.roofline = len(traces)
         traces.append(go.Scatter(x=[], y=[], mode="lines", name="roofline (modeled bound)",
+                                 yaxis=self.axis["modeled"],
                                  line={"dash": "dash", "color": "black"}, hoverinfo="skip"))
         self.eager = len(traces)
         traces.append(go.Scatter(x=[], y=[], mode="lines", name="eager (modeled)",
+                                 yaxis=self.axis["modeled"],
                                  line={"dash": "dot", "color": "gray"}, hoverinfo="skip"))
         self.figure = go.FigureWidget(traces, layout=go.Layout(
-            title="tuning", xaxis_title="measurement", yaxis_title="latency (µs, log)",
-            yaxis_type="log", height=360,
+            title="tuning", xaxis_title="measurement", height=360,
+            xaxis={"domain": [0.0, 0.86]},
+            **{_layout_key(AXES[kind]): _axis_layout(kind) for kind in MEASURE_KINDS},
             margin={"l": 50, "r": 10, "t": 40, "b": 40}))
         self.header = w.HTML()
         self.failures = w.HTML()
@@ -208,6 +234,8 @@ class TuningMonitor(LiveView):
                     dots.x, dots.y, dots.text = xs, ys, text
                     line.x, line.y = xs, curve
                 dots.showlegend = line.showlegend = bool(xs)
+                if kind != "modeled":      # an axis shows once its kind has points
+                    self.figure.layout[_layout_key(self.axis[kind])].visible = bool(xs)
             for index, value in bounds.items():
                 trace = data[index]
                 trace.x, trace.y = (span, [value, value]) if value is not None else ([], [])

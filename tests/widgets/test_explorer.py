@@ -149,6 +149,7 @@ def test_the_view_draws_the_state(recorded, tmp_path):
     assert view.page_label.value == f"page 1 / {state.pages()}"
     bar = view.chart.data[0]
     assert dict(zip(bar.x, bar.y, strict=True)) == summary_of(recorded.events)["families"]["pruned"]
+    assert view.chart.layout.yaxis.type == "log"  # a rule's 12 prunes stay visible beside 585
     assert "finished" in view.progress.value
 
     view.rule.value = "abstract_expression"       # a filter starts again at its first page

@@ -107,3 +107,24 @@ def test_the_monitor_updates_live_and_throttled(recorded, until):
     view.flush()
     assert list(view.figure.data[view.roofline].y) == [2.0, 2.0]
     assert not tracer.listener_errors
+
+
+def test_each_latency_kind_has_its_own_log_axis(recorded):
+    """Interpreted wall times and modeled latencies never share a scale: each kind's points and
+    fastest-so-far line sit on the kind's own log axis, titled with it, shown once it has points;
+    the roofline and eager lines are modeled, on the modeled axis."""
+    events = recorded.events
+    kinds = {e.kind for e in measured(events)}
+    view = TuningMonitor.from_events(events)
+    layout, data = view.figure.layout, view.figure.data
+    axes = {kind: view.axis[kind] for kind in MEASURE_KINDS}
+    assert len(set(axes.values())) == len(MEASURE_KINDS)
+    for kind, axis in axes.items():
+        spec = layout["yaxis" + axis[1:]]
+        assert spec.type == "log" and kind in spec.title.text
+        assert data[view.scatter[kind]].yaxis == data[view.lines[kind]].yaxis == axis
+        has_points = bool(data[view.scatter[kind]].y)
+        assert has_points == (kind in kinds) or kind == "modeled"
+        assert spec.visible in (None, True) if has_points or kind == "modeled" else \
+            spec.visible is False
+    assert data[view.roofline].yaxis == data[view.eager].yaxis == axes["modeled"]
