@@ -47,6 +47,7 @@ from prism.trace import (
     StageStarted,
     Tracer,
 )
+from widgets.glossary import abbr, definition
 from widgets.live import REDRAW_S, Gate, LiveView, Throttle
 from widgets.proof import CounterexampleState, ProofState, counterexample_html, proof_html
 
@@ -589,7 +590,7 @@ def rows_html(rows: Iterable[Node], selected: str | None = None) -> str:
         body.append(
             f"<tr data-id='{_esc(n.id)}'{style}><td>{n.seq}</td><td><code>{_esc(n.id)}</code>"
             f"</td><td style='background:{_STATUS_COLORS.get(n.status, '#fff')}'>"
-            f"{_esc(n.status)}</td><td>{_esc(n.parent or '')}</td><td>{_esc(n.rule or '')}</td>"
+            f"{_esc(n.status)}</td><td>{_esc(n.parent or '')}</td><td>{abbr(n.rule or '')}</td>"
             f"<td>{_esc(_short(what))}</td></tr>")
     return (f"<table class='prism-rows'><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>")
@@ -611,7 +612,11 @@ def detail_html(state: SearchState, node_id: str) -> str:
             listed = ", ".join(ids[:MAX_LISTED]) + (" …" if len(ids) > MAX_LISTED else "")
             out.append(f"<p>{len(ids)} {what}{': ' if ids else ''}{_esc(listed)}</p>")
         if d["status"] == "pruned":
-            out.append(f"<p>pruned by <b>{_esc(d['rule'])}</b>: {_esc(d['reason'])}</p>")
+            out.append(f"<p>pruned by <b>{abbr(d['rule'])}</b>: {_esc(d['reason'])}</p>")
+            meaning = definition(d["rule"])
+            if meaning:       # what the rule is, in plain words, beside what it saw here
+                out.append(f"<p style='color:#555'><i>{_esc(d['rule'])}</i>: "
+                           f"{_esc(meaning)}</p>")
             out.append(evidence_html(d["evidence"]))
     else:
         out.append(f"<p>family <code>{_esc(d['family'])}</code>, method "

@@ -36,6 +36,7 @@ from prism.ir.spec import problems
 from prism.search.abstract import op_term
 from prism.search.hardware import HardwareVerdict, check_hardware, smem_tiles
 from prism.verify.translate import leaf, tensor_leaf
+from widgets.glossary import abbr
 
 Entry = int | str          # a map entry: 0/1, or the name of a 0/1 map variable
 
@@ -366,10 +367,19 @@ def _esc(x: object) -> str:
     return html.escape(str(x), quote=True)
 
 
+class _Markup(str):
+    """Cell or caption text that is HTML already (a glossary `abbr`), not escaped again."""
+
+
+def _cell(x: object) -> str:
+    return x if isinstance(x, _Markup) else _esc(x)
+
+
 def _table(head: list[str], rows: list[list[object]], caption: str = "") -> str:
-    cap = f"<caption style='text-align:left'><b>{_esc(caption)}</b></caption>" if caption else ""
+    cap = f"<caption style='text-align:left'><b>{_cell(caption)}</b></caption>" if caption \
+        else ""
     th = "".join(f"<th {_CELL}>{_esc(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td {_CELL}>{_esc(c)}</td>" for c in row) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td {_CELL}>{_cell(c)}</td>" for c in row) + "</tr>"
                    for row in rows)
     return f"<table {_TABLE}>{cap}<tr>{th}</tr>{body}</table>"
 
@@ -381,14 +391,15 @@ def _shape(sizes: tuple[object, ...]) -> str:
 def kernel_html(kernel: CustomKernel) -> str:
     """A custom kernel's block ops, tensors (symbolic shapes) and map matrices."""
     ops = _table(["#", "op", "inputs", "outputs", "stage"],
-                 [[o.index, o.kind, ", ".join(o.inputs), ", ".join(o.outputs), o.stage]
-                  for o in kernel.ops], "block ops")
+                 [[o.index, _Markup(abbr(o.kind)), ", ".join(o.inputs), ", ".join(o.outputs),
+                   o.stage] for o in kernel.ops], "block ops")
     tensors = _table(["tensor", "shape", "where"],
                      [[t.name, _shape(t.shape), "after loop" if t.post else "loop body"]
                       for t in kernel.tensors], "tensors (symbolic shapes)")
     maps = "".join(_table(["", *[f"d{d}" for d in range(len(m.rows[0]) if m.rows else 0)]],
                           [[lbl, *row] for lbl, row in zip(m.row_labels, m.rows, strict=True)],
-                          f"{m.kind} of {m.tile} ({m.tensor})") for m in kernel.maps)
+                          _Markup(f"{abbr(m.kind)} of {_esc(m.tile)} ({_esc(m.tensor)})"))
+                   for m in kernel.maps)
     return ops + tensors + maps
 
 

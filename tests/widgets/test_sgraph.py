@@ -55,7 +55,8 @@ def _trivial(g: KernelGraph) -> dict[str, int]:
 
 
 def _text(html_value: str) -> str:
-    return re.sub(r"<[^>]+>", "|", html_value)
+    """The cells' text between bars; inline hover markup (`<abbr>`) is part of its cell."""
+    return re.sub(r"<[^>]+>", "|", re.sub(r"</?abbr[^>]*>", "", html_value))
 
 
 # -- the state --------------------------------------------------------------------------------
