@@ -27,7 +27,9 @@ HEAVY = {
     "torch": {"prism/frontend/fx.py", "prism/frontend/workload.py", "prism/workloads/library.py",
               "prism/tune/backends.py", "prism/instantiate/triton_backend.py",
               # the microbenchmarks' buffers (their kernels load through triton_backend)
-              "prism/tune/calibrate.py"},
+              "prism/tune/calibrate.py",
+              # the torch.compile backend: Dynamo's graphs are its input
+              "prism/compile.py"},
     "graphviz": {"prism/ir/render.py"},
     "z3": {"prism/smt.py"},
     "triton": {"prism/instantiate/triton_backend.py"},

@@ -1146,7 +1146,7 @@ def _functions() -> dict[Any, Lowering]:
 
     return {
         torch.matmul: _matmul, torch.bmm: _matmul, torch.mm: _matmul, operator.matmul: _matmul,
-        F.linear: _linear, torch.addmm: _addmm,
+        F.linear: _linear, torch._C._nn.linear: _linear, torch.addmm: _addmm,
         F.silu: _unary_inplace("silu"),
         torch.relu: _unary("relu"), F.relu: _unary_inplace("relu"),
         F.gelu: _gelu, F.leaky_relu: _leaky_relu, F.softplus: _softplus,

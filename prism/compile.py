@@ -1,0 +1,321 @@
+"""`torch.compile(model, backend="prism")` and `prism.compile(model)`: a model's graph cut into
+regions the engine supports, each region superoptimized, everything else left as it was.
+
+TorchDynamo hands the backend an FX graph of the model's forward (its parameters lifted to
+inputs) and example inputs. The backend:
+
+1. **cuts** the graph into regions: maximal runs of nodes whose op the frontend lowers
+   (`prism.frontend.fx`'s tables), in the graph's order; every other node is *outside* and runs
+   as the graph had it (eager torch).
+2. **optimizes** each region as a workload of its own (`prism.superoptimize`, the cost model's
+   device, no GPU needed), and takes its best kernel only when it is proved (or is the region's
+   own program) and passed its check against torch. A region the frontend refuses, or whose
+   optimization finds nothing it can claim, runs as the graph had it, and the report says why.
+3. **remembers** each region's kernel in a cache keyed by the region's program (its traced
+   graph at its shapes), the dtype, the device and the engine's version: a second compile of
+   the same model (another process, the next day) loads the kernels without a search. A region
+   seen at other shapes (a new batch size) re-instantiates its symbolic checkpoint, stored by
+   the region's program *without* its shapes, and tunes only its sizes: no new search.
+4. **reports** (`report=PATH`, JSON, and `Compiled.report`): per region its ops, whether it was
+   fused or fell back and why, its kernel's modeled latency against the region's eager ops
+   (both `modeled`), and whether the kernel came from the cache or the checkpoint.
+
+The kernels run where Triton runs them: on a GPU, or on the CPU in Triton's interpreter
+(`TRITON_INTERPRET=1` set before triton is imported). Without either, every region falls back,
+and the report says so: the compiled model still runs, as eager.
+
+Registered as a torch backend by entry point (`torch_dynamo_backends`: `prism`), so
+`torch.compile(model, backend="prism")` finds it once the package is installed;
+`prism.compile(model, **options)` is the same with this module's options (budget, device, cache,
+report).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from prism.errors import PrismError
+
+ENGINE_VERSION = "prism-compile-1"   # part of every cache key: a new engine, a new entry
+
+
+@dataclass
+class Region:
+    """One region of the model's graph and what became of it."""
+
+    index: int
+    ops: list[str]                       # the FX nodes' targets, in order
+    status: str = "outside"              # fused | fallback | outside
+    reason: str = ""                     # fallback/outside: why; fused: how it was found
+    kernel_us: float | None = None       # modeled latency of the kernel
+    eager_us: float | None = None        # modeled latency of the region's ops as eager kernels
+    source: str = ""                     # cache | checkpoint | search | ""
+    seconds: float = 0.0                 # what obtaining the kernel took
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"index": self.index, "ops": self.ops, "status": self.status,
+                               "reason": self.reason, "seconds": round(self.seconds, 3)}
+        if self.kernel_us is not None:
+            out.update(kernel_us=round(self.kernel_us, 4), latency_kind="modeled",
+                       eager_us=round(self.eager_us or 0.0, 4), eager_kind="modeled",
+                       source=self.source)
+        return out
+
+
+@dataclass
+class Options:
+    budget_s: float = 60.0               # each region's optimization
+    device: str = "h100"                 # the cost model's device
+    cache_dir: Path | None = None        # default: $PRISM_CACHE_DIR/compile or ~/.cache/...
+    report: Path | None = None
+    search_config: Any = None            # a SearchConfig for every region (tests: small caps)
+
+
+@dataclass
+class CompileReport:
+    """Every graph the backend was handed (one per Dynamo compile: a recompile for new shapes
+    adds one), and its regions."""
+
+    graphs: list[list[Region]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"graphs": [[r.to_json() for r in regions] for regions in self.graphs],
+                "fused": sum(r.status == "fused" for g in self.graphs for r in g),
+                "fallback": sum(r.status == "fallback" for g in self.graphs for r in g)}
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+
+
+def backend(gm: Any, example_inputs: Sequence[Any], **options: Any) -> Callable[..., Any]:
+    """The torch.compile backend (`backend="prism"`, or `prism.compile` with options)."""
+    return _Backend(Options(**options), CompileReport())(gm, example_inputs)
+
+
+def compile(model: Any, *, budget_s: float = 60.0, device: str = "h100",
+            cache_dir: str | Path | None = None, report: str | Path | None = None,
+            search_config: Any = None) -> Any:
+    """`torch.compile(model, backend=...)` with the prism backend and these options; the
+    result's `prism_report` is the `CompileReport` (also written to `report` when given)."""
+    import torch
+
+    opts = Options(budget_s, device, Path(cache_dir) if cache_dir is not None else None,
+                   Path(report) if report is not None else None, search_config)
+    be = _Backend(opts, CompileReport())
+    # static shapes: a new shape is a new graph (guarded by Dynamo), whose regions meet their
+    # checkpoints; dynamic shapes would hand regions symbolic sizes, which fall back
+    compiled = torch.compile(model, backend=be, dynamic=False)
+    setattr(compiled, "prism_report", be.report)  # noqa: B010 (not a declared attribute)
+    return compiled
+
+
+class _Backend:
+    def __init__(self, options: Options, report: CompileReport):
+        self.options = options
+        self.report = report
+
+    def __call__(self, gm: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        from torch.fx.passes.split_module import split_module
+
+        supported = _supported_targets()
+        part: dict[Any, int] = {}
+        index, last = -1, None
+        for node in gm.graph.nodes:
+            if node.op in ("call_function", "call_method"):
+                inside = _key(node) in supported
+                if inside != last:
+                    index, last = index + 1, inside
+                part[node] = index
+        if index < 0:                        # nothing to cut: the graph as it is
+            self.report.graphs.append([])
+            self._write()
+            return gm.forward
+        split = split_module(gm, gm, lambda n: part[n], keep_original_order=True)
+        regions: list[Region] = []
+        shapes = _input_shapes(split, example_inputs)
+        children: list[tuple[str, Any]] = list(split.named_children())
+        for name, sub in children:
+            k = int(name.removeprefix("submod_"))
+            ops = [str(_key(n)) for n in sub.graph.nodes if n.op in ("call_function",
+                                                                     "call_method")]
+            region = Region(k, ops)
+            regions.append(region)
+            first = next(n for n in gm.graph.nodes if part.get(n) == k)
+            if _key(first) not in supported:
+                region.reason = "ops the frontend does not lower: run as the graph had them"
+                continue
+            kernel = self._region_kernel(sub, shapes[name], region, example_inputs)
+            if kernel is not None:
+                setattr(split, name, kernel)
+        self.report.graphs.append(sorted(regions, key=lambda r: r.index))
+        self._write()
+        return split.forward
+
+    def _write(self) -> None:
+        if self.options.report is not None:
+            self.report.write(self.options.report)
+
+    def _region_kernel(self, sub: Any, shapes: list[tuple[tuple[int, ...], Any]],
+                       region: Region, examples: Sequence[Any]) -> Any:
+        """The region's kernel as a module to call in its place, or None (fallback, said)."""
+        import torch
+
+        from prism.instantiate.triton_backend import interpreting
+        started = time.perf_counter()
+        region.status = "fallback"
+        device_type = next((t.device.type for t in examples if isinstance(t, torch.Tensor)),
+                           "cpu")
+        if device_type == "cpu" and not interpreting():
+            region.reason = ("Triton runs kernels on a GPU, or on the CPU only under "
+                             "TRITON_INTERPRET=1 (set before triton is imported)")
+            return None
+        if any(dt is None for _, dt in shapes):
+            region.reason = ("an input that is not a tensor of static shape (Dynamo's dynamic "
+                             "shapes): compile with dynamic=False, as prism.compile does")
+            return None
+        dtypes = {str(dt).removeprefix("torch.") for _, dt in shapes}
+        if len(dtypes) != 1 or next(iter(dtypes)) not in ("float16", "bfloat16", "float32"):
+            region.reason = f"inputs of dtypes {sorted(dtypes)}: a kernel takes one of " \
+                            "float16, bfloat16, float32"
+            return None
+        try:
+            found = self._kernel(sub, [s for s, _ in shapes], next(iter(dtypes)), region)
+        except PrismError as e:
+            region.reason = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+            return None
+        finally:
+            region.seconds = time.perf_counter() - started
+        if found is None:
+            return None
+        region.status = "fused"
+        return _KernelModule(found, sub)
+
+    def _kernel(self, sub: Any, shapes: list[tuple[int, ...]], dtype: str,
+                region: Region) -> Any:
+        """The region's generated module: from the cache, else from its checkpoint at new
+        shapes, else by a search; None when nothing passed."""
+        from prism.frontend.workload import Workload
+        from prism.instantiate.triton_backend import load
+        from prism.ir.serialize import graph_to_json
+        from prism.pipeline import superoptimize
+
+        params = [n.target for n in sub.graph.nodes if n.op == "placeholder"]
+        work = Workload(_as_function(sub, params), dict(zip(params, shapes, strict=True)),
+                        dtype=dtype, description=f"region {region.index}")
+        graph = work.graph                     # refused by the frontend: a PrismError
+        exact = replace(graph, name="")
+        key = _digest([graph_to_json(exact), dtype, self.options.device, ENGINE_VERSION])
+        form = _digest([_structure(exact), dtype, self.options.device, ENGINE_VERSION])
+        root = self._cache_root()
+        entry = root / f"{key}.json"
+        if entry.exists():
+            saved = json.loads(entry.read_text(encoding="utf-8"))
+            region.source, region.reason = "cache", "the cached kernel of this region"
+            region.kernel_us, region.eager_us = saved["kernel_us"], saved["eager_us"]
+            return load(saved["source"])
+        checkpoint = root / f"{form}.ck.json"
+        from_checkpoint = checkpoint.exists()
+        result = superoptimize(work, device=self.options.device, measure="model",
+                               budget_s=self.options.budget_s, compile_ptx=False,
+                               checkpoint=checkpoint, max_trials=4,
+                               search_config=self.options.search_config)
+        best = result.best
+        if best is None or not best.proved or not best.check.passed:
+            why = ("no kernel" if best is None else "not proved" if not best.proved
+                   else f"its check {best.check.status}: {best.check.reason}")
+            region.reason = f"the optimization found no kernel it can claim ({why})"
+            return None
+        region.source = "checkpoint" if from_checkpoint and \
+            result.search is not None and result.search.stop_reason == "checkpoint" else "search"
+        region.reason = (f"{best.candidate}, {best.num_kernels} kernel(s), proved and checked "
+                         f"against torch ({best.check.to_json().get('where', '')})")
+        region.kernel_us, region.eager_us = best.modeled_us, result.eager_us
+        root.mkdir(parents=True, exist_ok=True)
+        entry.write_text(json.dumps({"source": best.triton_source, "kernel_us": best.modeled_us,
+                                     "eager_us": result.eager_us, "candidate": best.candidate}),
+                         encoding="utf-8")
+        return load(best.triton_source)
+
+    def _cache_root(self) -> Path:
+        if self.options.cache_dir is not None:
+            return self.options.cache_dir
+        base = os.environ.get("PRISM_CACHE_DIR")
+        return (Path(base) if base else Path.home() / ".cache" / "prism") / "compile"
+
+
+def _KernelModule(module: Any, sub: Any) -> Any:
+    """A module to stand where the region's submodule stood: the generated `run()` on the same
+    inputs, its outputs as the submodule returned them (one tensor, or a tuple)."""
+    import torch
+
+    out = next(n for n in sub.graph.nodes if n.op == "output")
+    as_tuple = isinstance(out.args[0], (tuple, list))
+
+    class Kernel(torch.nn.Module):
+        def forward(self, *args: Any) -> Any:
+            if torch.is_grad_enabled() and any(getattr(a, "requires_grad", False)
+                                               for a in args):
+                return sub(*args)       # the kernel is inference-only: autograd needs torch's
+            got = module.run(*[a.detach().contiguous() for a in args])
+            if as_tuple:
+                return got if isinstance(got, tuple) else (got,)
+            return got[0] if isinstance(got, tuple) else got
+
+    return Kernel()
+
+
+def _as_function(sub: Any, params: list[str]) -> Callable[..., Any]:
+    """The submodule as a function with its placeholders as named parameters (a workload's
+    signature, which fx traces): `def region(a, b): return sub(a, b)`."""
+    if not all(p.isidentifier() for p in params):
+        raise PrismError(f"region inputs {params} are not identifiers")
+    getattr(sub, "real_recompile", sub.recompile)()   # its forward as code, not a lazy stub
+    scope: dict[str, Any] = {"sub": sub}
+    args = ", ".join(params)
+    exec(f"def region({args}):\n    return sub.forward({args})\n", scope)   # fx reads names
+    return scope["region"]
+
+
+def _input_shapes(split: Any, examples: Sequence[Any]) -> dict[str, list[tuple[tuple[int, ...],
+                                                                              Any]]]:
+    """Each submodule's inputs' (shape, dtype), from a run of the split graph's shape
+    propagation on the example inputs."""
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    ShapeProp(split).propagate(*examples)
+    out: dict[str, list[tuple[tuple[int, ...], Any]]] = {}
+    for node in split.graph.nodes:
+        if node.op == "call_module":
+            metas = [a.meta.get("tensor_meta") for a in node.args]
+            out[str(node.target)] = [(tuple(m.shape), m.dtype) if m is not None else ((), None)
+                                     for m in metas]
+    return out
+
+
+def _supported_targets() -> set[Any]:
+    from prism.frontend.fx import _functions, _methods
+    return set(_functions()) | set(_methods())
+
+
+def _key(node: Any) -> Any:
+    return node.target
+
+
+def _structure(graph: Any) -> list[Any]:
+    """A graph's program without its shapes: what a checkpoint at other shapes must match."""
+    return [[op.kind, list(op.inputs), list(op.outputs),
+             [[k, v] for k, v in op.attrs if isinstance(v, (int, float, str, bool))]]
+            for op in graph.ops]
+
+
+def _digest(parts: Any) -> str:
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]

@@ -1,0 +1,99 @@
+"""`prism.compile` and `torch.compile(backend="prism")` (issue 22, first slice): a model's graph cut
+into regions, each supported region superoptimized and run as its Triton kernel (the
+interpreter on this CPU), the rest left to torch; the kernels cached by region, and a new batch
+size served from the region's checkpoint without a search.
+
+Oracles: the model run eagerly (the compiled model must match it), and the cache and report
+files themselves."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import prism.compile as pc
+from prism.instantiate.triton_backend import interpreting
+
+pytestmark = pytest.mark.skipif(not interpreting(), reason="runs kernels in Triton's "
+                                "interpreter (TRITON_INTERPRET=1, as the suite sets)")
+
+
+class GatedMLP(torch.nn.Module):
+    """SwiGLU as model code writes it (two bias-free Linear layers), then a running sum over
+    the features, an op no block holds (torch.cumsum is not in the frontend's tables)."""
+
+    def __init__(self, d: int = 64, hidden: int = 64, cumsum: bool = False):
+        super().__init__()
+        self.gate = torch.nn.Linear(d, hidden, bias=False)
+        self.up = torch.nn.Linear(d, hidden, bias=False)
+        self.cumsum = cumsum
+
+    def forward(self, x):
+        y = F.silu(self.gate(x)) * self.up(x)
+        return torch.cumsum(y, -1) if self.cumsum else y
+
+
+def _options(cases, tmp_path):
+    return {"budget_s": 120, "cache_dir": tmp_path / "cache",
+            "search_config": cases.reduced("swiglu")}
+
+
+def _model(cumsum=False):
+    torch.manual_seed(0)
+    return GatedMLP(cumsum=cumsum).eval()
+
+
+def test_a_model_compiles_to_a_checked_kernel_cached_and_reused_at_a_new_batch(cases, tmp_path):
+    model, report = _model(), tmp_path / "report.json"
+    compiled = pc.compile(model, report=report, **_options(cases, tmp_path))
+    x = torch.randn(8, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    doc = json.loads(report.read_text())
+    (region,) = doc["graphs"][0]
+    assert region["status"] == "fused" and region["source"] == "search", region
+    assert region["latency_kind"] == region["eager_kind"] == "modeled"
+    assert region["kernel_us"] < region["eager_us"]          # one kernel against three
+    assert list((tmp_path / "cache").glob("*.json"))
+
+    again = pc.compile(model, **_options(cases, tmp_path))   # a second compile: the cache
+    with torch.no_grad():
+        torch.testing.assert_close(again(x), model(x), rtol=1e-4, atol=1e-5)
+    (hit,) = again.prism_report.graphs[0]
+    assert hit.status == "fused" and hit.source == "cache" and hit.seconds < region["seconds"]
+
+    wide = torch.randn(16, 64)                               # a new batch: the checkpoint
+    with torch.no_grad():
+        torch.testing.assert_close(again(wide), model(wide), rtol=1e-4, atol=1e-5)
+    (served,) = again.prism_report.graphs[1]
+    assert served.status == "fused" and served.source == "checkpoint", served
+
+
+def test_an_op_outside_the_frontend_runs_in_torch_and_the_rest_is_fused(cases, tmp_path):
+    model = _model(cumsum=True)
+    compiled = pc.compile(model, **_options(cases, tmp_path))
+    x = torch.randn(8, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    regions = compiled.prism_report.graphs[0]
+    assert [r.status for r in regions] == ["fused", "outside"]
+    assert "cumsum" in regions[1].ops[0] and "does not lower" in regions[1].reason
+
+
+def test_autograd_runs_torch_where_the_kernel_is_inference_only(cases, tmp_path):
+    model = _model()
+    compiled = pc.compile(model, **_options(cases, tmp_path))
+    x = torch.randn(8, 64)
+    compiled(x).sum().backward()
+    got = model.gate.weight.grad.clone()
+    model.zero_grad()
+    model(x).sum().backward()
+    torch.testing.assert_close(got, model.gate.weight.grad)
+
+
+def test_the_backend_is_registered_with_torch():
+    from torch._dynamo.backends.registry import lookup_backend
+    assert lookup_backend("prism") is pc.backend
