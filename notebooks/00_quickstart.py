@@ -32,6 +32,61 @@ MAX_TRIALS = 4             # finalists that get Triton code and a measurement
 COMPILE_PTX = False        # True: also compile each finalist to sm_90 PTX (slower)
 
 # %% [markdown]
+# ## The big picture
+#
+# Before anything runs, here is the whole pipeline on one line. Each box is a stage, and the
+# small text under its name is what it hands to the next one. The search has two levels. At
+# **level 1** every grid size, loop range and map is still a symbol. **Level 2** makes them
+# concrete: the maps first, then the sizes.
+
+# %%
+import itertools
+
+import graphviz
+from IPython.display import SVG
+
+STAGES = {"program": "your PyTorch function", "families": "partial programs",
+          "prune": "families that may still win", "prove": "candidates proved equivalent",
+          "instantiate": "members: concrete kernels", "Triton": "code for the best few",
+          "tune": "the best kernel"}
+LEVELS = {"level 1: every size and map a symbol": ("families", "prune"),
+          "level 2: maps, then sizes, made concrete": ("prove", "instantiate")}
+FILL = {"program": "#dbeafe", "tune": "#dcfce7"}      # what goes in, what comes out
+
+pipeline = graphviz.Digraph(graph_attr={"rankdir": "LR", "ranksep": "0.3", "labeljust": "l",
+                                        "fontname": "Helvetica", "fontsize": "10"},
+                            node_attr={"shape": "box", "style": "rounded,filled",
+                                       "fontname": "Helvetica"},
+                            edge_attr={"color": "#6b7280"})
+for stage, hands_on in STAGES.items():
+    pipeline.node(stage, f'<<B>{stage}</B><BR/><FONT POINT-SIZE="9">{hands_on}</FONT>>',
+                  fillcolor=FILL.get(stage, "#fef3c7"))
+for label, stages in LEVELS.items():
+    with pipeline.subgraph(name=f"cluster {label}") as level:
+        level.attr(label=label, style="dashed", color="#9ca3af")
+        for stage in stages:
+            level.node(stage)
+pipeline.edges(itertools.pairwise(STAGES))
+SVG(pipeline.pipe(format="svg", encoding="utf-8"))
+
+# %% [markdown]
+# One sentence per stage:
+#
+# - **program**: your PyTorch function and the shapes of its inputs, traced into a graph of
+#   operators.
+# - **families**: the search builds fused programs one operator at a time, and each partial
+#   program is a *family* that stands for every program that could grow from it.
+# - **prune**: rules drop a family as soon as they show that none of its programs can be correct,
+#   fit the GPU, or beat the best found so far.
+# - **prove**: each complete family gets its maps filled in, which gives *candidates*, and each
+#   candidate is proved equivalent to your program while its sizes are still symbols.
+# - **instantiate**: a proved candidate gets grid sizes and loop ranges that divide the shapes and
+#   fit the GPU, and each such choice is one *member*, a concrete kernel.
+# - **Triton**: the members that the cost model ranks best become Triton code.
+# - **tune**: those finalists are measured, and the fastest one that passes its check is the best
+#   kernel.
+
+# %% [markdown]
 # ## The program
 #
 # A *workload* is a PyTorch function together with the shapes of its inputs. Prism traces it with
@@ -133,6 +188,91 @@ else:
 
 # %%
 print("\n".join(best.triton_source.splitlines()[:40]))
+
+# %% [markdown]
+# ## The run in three numbers
+#
+# Three numbers read from `result`, each with what it counts. The first two come from the
+# search's own counts. The third counts what the winner's single proof is worth: its sGraph was
+# proved once, with the grid size and loop range as symbols, so the proof holds for every member.
+# The members are the assignments of those symbols that divide the shapes and fit the device.
+
+# %%
+from prism.cost import get_device
+from prism.instantiate.params import assignments
+
+device = get_device(DEVICE)
+search = result.search
+pruned = sum(search.pruned.values())
+top_two = " and ".join(f"{rule} ({n})" for rule, n in search.pruned.most_common(2))
+print(f"1. The search generated {search.generated} families: partial programs, each standing "
+      "for every program that could grow from it.")
+print(f"2. It pruned {pruned} of them ({pruned / search.generated:.0%}), most by {top_two}.")
+if best.symbolic is None:
+    print("3. The winner is the input program itself: it needed no proof.")
+else:
+    covered = assignments(best.symbolic, device, limit=1000)
+    print(f"3. One proof covers {len(covered)} members: {best.candidate}'s sGraph was proved "
+          f"once, and on the {device.name} its feasible assignments are "
+          f"{', '.join(map(str, covered))}.")
+
+# %% [markdown]
+# The count is small because the shapes here are toy sized: a finer grid would cut a tile below a
+# device limit (notebook `02` names the limit, and counts the members at the paper's shapes).
+#
+# ## What the two levels buy
+#
+# Level 1 searches families with everything symbolic, so it decides whole sets of programs at
+# once. Level 2 then fills in the maps, which gives candidates, and the sizes, which gives
+# members. The verifier judges each candidate once, with its sizes symbolic; a search over
+# concrete kernels would have had to judge every member separately. The lines below count both.
+
+# %%
+members = {c.id: len(assignments(c.graph, device, limit=1000)) for c in search.candidates}
+proved = search.equivalent
+print(f"level 1: {search.generated} families generated, {len(search.families)} complete "
+      "(grid sizes, loop ranges and maps all symbols)")
+print(f"level 2: those {len(search.families)} complete families -> {len(search.candidates)} "
+      f"candidates (maps filled in) -> {sum(members.values())} members (each candidate at "
+      "each of its feasible assignments)")
+print(f"verifier: {len(search.candidates)} candidates judged, {len(proved)} proved, instead of "
+      f"{sum(members.values())} concrete kernels one by one "
+      f"({sum(members.values()) / len(search.candidates):.1f}x fewer)")
+print(f"tuning: the {len(proved)} proved candidates' {sum(members[c.id] for c in proved)} "
+      "members, each ranked by the cost model with no further proof")
+
+# %% [markdown]
+# ## How much of the speed-up is launches
+#
+# The speed-up over eager printed above is about 2x. At these toy shapes it is mostly one kernel
+# launch instead of two. The cost model charges every launch a fixed *launch overhead*
+# (`DeviceSpec.launch_us`) on top of the time to move its bytes or do its arithmetic, and it
+# models eager as one launch per operator. The table splits each latency into the launches and
+# the rest.
+
+# %%
+from prism.cost import modeled
+
+fused = modeled(best.graph, device)
+rows = (("eager (one kernel per operator)", workload.graph.num_kernels, result.eager_us),
+        (f"fused: {best.config}", fused.launches, fused.latency_us))
+print(f"{'program':<32} {'launches':>8} {'launch µs':>9} {'rest µs':>8} {'total µs':>8} "
+      f"{'launch share':>12}   (modeled, {device.launch_us} µs a launch)")
+for what, launches, total in rows:
+    overhead = launches * device.launch_us
+    print(f"{what:<32} {launches:>8} {overhead:>9.2f} {total - overhead:>8.3f} {total:>8.2f} "
+          f"{overhead / total:>12.2%}")
+saved = result.eager_us - fused.latency_us
+launches_saved = (rows[0][1] - rows[1][1]) * device.launch_us
+print(f"fusion saves {saved:.2f} µs modeled; the launches saved are {launches_saved:.2f} µs of "
+      f"it ({launches_saved / saved:.0%})")
+
+# %% [markdown]
+# Compare the *rest* column. Every tensor here is a few kilobytes, so moving it takes nanoseconds,
+# and the launch is nearly all of each latency. When the fused kernel's rest is the larger of the
+# two, as in this run, its few thread blocks leave most of the GPU idle, and the launch it saves is
+# more than the whole gain. At realistic shapes the bytes dominate instead, and fusion has to win
+# on memory traffic. Notebook `01` does that accounting launch by launch.
 
 # %% [markdown]
 # ## The workbench, live
