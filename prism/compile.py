@@ -37,13 +37,16 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from prism.errors import PrismError
 
 ENGINE_VERSION = "prism-compile-1"   # part of every cache key: a new engine, a new entry
+# what a region's size does not count: casts, views and reshapes compute nothing
+FREE_OPS = frozenset({"to", "float", "half", "bfloat16", "contiguous", "view", "reshape",
+                      "unsqueeze", "squeeze", "flatten", "getattr"})
 
 
 @dataclass
@@ -76,6 +79,7 @@ class Options:
     cache_dir: Path | None = None        # default: $PRISM_CACHE_DIR/compile or ~/.cache/...
     report: Path | None = None
     search_config: Any = None            # a SearchConfig for every region (tests: small caps)
+    max_region_ops: int = 6              # ops a region computes at most (what searches fast)
 
 
 @dataclass
@@ -102,13 +106,13 @@ def backend(gm: Any, example_inputs: Sequence[Any], **options: Any) -> Callable[
 
 def compile(model: Any, *, budget_s: float = 60.0, device: str = "h100",
             cache_dir: str | Path | None = None, report: str | Path | None = None,
-            search_config: Any = None) -> Any:
+            search_config: Any = None, max_region_ops: int = 6) -> Any:
     """`torch.compile(model, backend=...)` with the prism backend and these options; the
     result's `prism_report` is the `CompileReport` (also written to `report` when given)."""
     import torch
 
     opts = Options(budget_s, device, Path(cache_dir) if cache_dir is not None else None,
-                   Path(report) if report is not None else None, search_config)
+                   Path(report) if report is not None else None, search_config, max_region_ops)
     be = _Backend(opts, CompileReport())
     # static shapes: a new shape is a new graph (guarded by Dynamo), whose regions meet their
     # checkpoints; dynamic shapes would hand regions symbolic sizes, which fall back
@@ -123,36 +127,52 @@ class _Backend:
         self.report = report
 
     def __call__(self, gm: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-        from torch.fx.passes.split_module import split_module
+        from prism.errors import UnsupportedOpError
 
-        supported = _supported_targets()
-        part: dict[Any, int] = {}
-        index, last = -1, None
-        for node in gm.graph.nodes:
-            if node.op in ("call_function", "call_method"):
-                inside = _key(node) in supported
-                if inside != last:
-                    index, last = index + 1, inside
-                part[node] = index
-        if index < 0:                        # nothing to cut: the graph as it is
+        calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+        if not calls:                        # nothing to cut: the graph as it is
             self.report.graphs.append([])
             self._write()
             return gm.forward
-        split = split_module(gm, gm, lambda n: part[n], keep_original_order=True)
+        supported = _supported_targets()
+        why: dict[Any, str] = {n: "ops the frontend does not lower: run as the graph had them"
+                               for n in calls if _key(n) not in supported}
+        # Cut, trace each region, and where the frontend refuses a node (a transpose of a
+        # computed tensor, an index) put that node outside and cut again: the regions are
+        # what the engine takes, found by asking it
+        while True:
+            split, members = _split(gm, calls, set(why), self.options.max_region_ops)
+            shapes = _input_shapes(split, example_inputs)
+            refused = False
+            for name, nodes in members.items():
+                if nodes[0] in why or len(nodes) < 2:
+                    continue
+                sub = getattr(split, name)
+                try:
+                    _traced(_region_workload(sub, shapes[name], "float32"))
+                except UnsupportedOpError as e:
+                    at = getattr(e, "call_index", None)
+                    bad = nodes[at] if isinstance(at, int) and at < len(nodes) else nodes[0]
+                    why[bad] = f"the frontend refuses it: {_after_workload(str(e))}"
+                    refused = True
+                    break
+                except PrismError:
+                    continue                 # said again below, when the region is optimized
+            if not refused:
+                break
         regions: list[Region] = []
-        shapes = _input_shapes(split, example_inputs)
-        children: list[tuple[str, Any]] = list(split.named_children())
-        for name, sub in children:
+        for name, nodes in members.items():
             k = int(name.removeprefix("submod_"))
-            ops = [str(_key(n)) for n in sub.graph.nodes if n.op in ("call_function",
-                                                                     "call_method")]
-            region = Region(k, ops)
+            region = Region(k, [_op_name(n) for n in nodes])
             regions.append(region)
-            first = next(n for n in gm.graph.nodes if part.get(n) == k)
-            if _key(first) not in supported:
-                region.reason = "ops the frontend does not lower: run as the graph had them"
+            if nodes[0] in why:
+                region.reason = why[nodes[0]]
                 continue
-            kernel = self._region_kernel(sub, shapes[name], region, example_inputs)
+            if len(nodes) < 2:
+                region.reason = "a region of one op: nothing to fuse, torch runs it"
+                continue
+            kernel = self._region_kernel(getattr(split, name), shapes[name], region,
+                                         example_inputs)
             if kernel is not None:
                 setattr(split, name, kernel)
         self.report.graphs.append(sorted(regions, key=lambda r: r.index))
@@ -202,18 +222,15 @@ class _Backend:
                 region: Region) -> Any:
         """The region's generated module: from the cache, else from its checkpoint at new
         shapes, else by a search; None when nothing passed."""
-        from prism.frontend.workload import Workload
         from prism.instantiate.triton_backend import load
-        from prism.ir.serialize import graph_to_json
         from prism.pipeline import superoptimize
 
-        params = [n.target for n in sub.graph.nodes if n.op == "placeholder"]
-        work = Workload(_as_function(sub, params), dict(zip(params, shapes, strict=True)),
-                        dtype=dtype, description=f"region {region.index}")
+        work = _region_workload(sub, [(s, dtype) for s in shapes], dtype)
         graph = work.graph                     # refused by the frontend: a PrismError
-        exact = replace(graph, name="")
-        key = _digest([graph_to_json(exact), dtype, self.options.device, ENGINE_VERSION])
-        form = _digest([_structure(exact), dtype, self.options.device, ENGINE_VERSION])
+        # by the program, not its names: two norms of one layer are one entry
+        key = _digest([_structure(graph, shapes=True), dtype, self.options.device,
+                       ENGINE_VERSION])
+        form = _digest([_structure(graph), dtype, self.options.device, ENGINE_VERSION])
         root = self._cache_root()
         entry = root / f"{key}.json"
         if entry.exists():
@@ -232,6 +249,10 @@ class _Backend:
             why = ("no kernel" if best is None else "not proved" if not best.proved
                    else f"its check {best.check.status}: {best.check.reason}")
             region.reason = f"the optimization found no kernel it can claim ({why})"
+            return None
+        if best.is_input_program:
+            region.reason = (f"no fused program beat the region's own {best.num_kernels} "
+                             f"op(s) within {self.options.budget_s:g} s: torch runs them")
             return None
         region.source = "checkpoint" if from_checkpoint and \
             result.search is not None and result.search.stop_reason == "checkpoint" else "search"
@@ -272,6 +293,58 @@ def _KernelModule(module: Any, sub: Any) -> Any:
     return Kernel()
 
 
+def _split(gm: Any, calls: list[Any], outside: set[Any], max_ops: int = 6
+           ) -> tuple[Any, dict[str, list[Any]]]:
+    """`gm` split into runs of call nodes, a run ending where a node's side (outside or not)
+    changes, at its first value handed on, or at `max_ops` ops that compute (casts, views and
+    reshapes are free): each outside node alone. The split module and each part's nodes."""
+    from torch.fx.passes.split_module import split_module
+
+    part: dict[Any, int] = {}
+    index, last, ended, size = -1, None, False, 0
+    for node in calls:
+        inside = node not in outside
+        computes = _op_name(node) not in FREE_OPS
+        if inside != last or not inside or ended or (computes and size >= max_ops):
+            index, last, size = index + 1, inside, 0
+        part[node] = index
+        size += computes
+        # a region ends at the first value it hands on (to torch, or to the graph's output):
+        # one output a region, the programs the search fuses (a norm and the projection after
+        # it, not the norm and three projections)
+        ended = any(u in outside or u.op == "output" for u in node.users)
+    split = split_module(gm, gm, lambda n: part[n], keep_original_order=True)
+    members: dict[str, list[Any]] = {}
+    for node in calls:
+        members.setdefault(f"submod_{part[node]}", []).append(node)
+    return split, members
+
+
+def _region_workload(sub: Any, shapes: list[tuple[tuple[int, ...], Any]], dtype: str) -> Any:
+    from prism.frontend.workload import Workload
+
+    params = [n.target for n in sub.graph.nodes if n.op == "placeholder"]
+    return Workload(_as_function(sub, params),
+                    dict(zip(params, [s for s, _ in shapes], strict=True)), dtype=dtype,
+                    description="a region of a torch.compile graph")
+
+
+def _traced(work: Any) -> Any:
+    """The workload's graph: the frontend's trace (its refusals raise)."""
+    return work.graph
+
+
+def _op_name(node: Any) -> str:
+    target = node.target
+    return target if isinstance(target, str) else getattr(target, "__name__", str(target))
+
+
+def _after_workload(message: str) -> str:
+    """A frontend message without its "workload region: " prefix, first line."""
+    first = message.splitlines()[0] if message else ""
+    return first.split(": ", 1)[1] if first.startswith("workload ") and ": " in first else first
+
+
 def _as_function(sub: Any, params: list[str]) -> Callable[..., Any]:
     """The submodule as a function with its placeholders as named parameters (a workload's
     signature, which fx traces): `def region(a, b): return sub(a, b)`."""
@@ -309,11 +382,21 @@ def _key(node: Any) -> Any:
     return node.target
 
 
-def _structure(graph: Any) -> list[Any]:
-    """A graph's program without its shapes: what a checkpoint at other shapes must match."""
-    return [[op.kind, list(op.inputs), list(op.outputs),
-             [[k, v] for k, v in op.attrs if isinstance(v, (int, float, str, bool))]]
-            for op in graph.ops]
+def _structure(graph: Any, shapes: bool = False) -> list[Any]:
+    """A graph's program with its tensors named by first appearance (t0, t1, ...), its ops'
+    attributes, and with `shapes` its tensors' shapes and views: what a cached kernel must
+    match (with shapes), or a checkpoint at other shapes (without)."""
+    names: dict[str, str] = {}
+
+    def name(t: str) -> str:
+        return names.setdefault(t, f"t{len(names)}")
+    out: list[Any] = [[op.kind, [name(t) for t in op.inputs], [name(t) for t in op.outputs],
+                       [[k, str(v)] for k, v in op.attrs]] for op in graph.ops]
+    if shapes:
+        out.append([[name(t), [str(d) for d in shape]] for t, shape in graph.tensors
+                    if t in names])
+        out.append(str(graph.interface))
+    return out
 
 
 def _digest(parts: Any) -> str:

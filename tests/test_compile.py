@@ -97,3 +97,44 @@ def test_autograd_runs_torch_where_the_kernel_is_inference_only(cases, tmp_path)
 def test_the_backend_is_registered_with_torch():
     from torch._dynamo.backends.registry import lookup_backend
     assert lookup_backend("prism") is pc.backend
+
+
+@pytest.mark.slow
+def test_a_llama_decoder_layer_compiles_matches_eager_and_reports_its_regions(tmp_path):
+    """transformers' LlamaDecoderLayer from a small local config, random weights, nothing
+    downloaded: rotary embeddings (indexing, cat) and the attention's head transposes stay in
+    torch, the norms, the gated MLP and the residual adds are regions of their own."""
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+
+    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128,
+                                      num_attention_heads=4, num_key_value_heads=4, head_dim=16,
+                                      max_position_embeddings=64, rms_norm_eps=1e-6)
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    layer = LlamaDecoderLayer(config, layer_idx=0).eval()
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = layer
+
+        def forward(self, h, cos, sin):
+            return self.layer(h, attention_mask=None, position_embeddings=(cos, sin))
+
+    block = Block().eval()
+    h = torch.randn(1, 8, 64)
+    cos, sin = LlamaRotaryEmbedding(config)(h, torch.arange(8)[None])
+    report = tmp_path / "regions.json"
+    compiled = pc.compile(block, budget_s=20, cache_dir=tmp_path / "cache", report=report)
+    with torch.no_grad():
+        want, got = block(h, cos, sin), compiled(h, cos, sin)
+    want, got = (x[0] if isinstance(x, tuple) else x for x in (want, got))
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    regions = json.loads(report.read_text())["graphs"][0]
+    assert {r["status"] for r in regions} <= {"fused", "fallback", "outside"}
+    assert all(r["reason"] for r in regions)
+    fused = [r for r in regions if r["status"] == "fused"]
+    assert fused and all(r["kernel_us"] <= r["eager_us"] for r in fused)
+    assert any("sdpa" in op or "scaled_dot_product" in op for r in regions
+               if r["status"] == "outside" for op in r["ops"])

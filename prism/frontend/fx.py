@@ -303,6 +303,7 @@ class _Lowering:
         self.order = {p: k for k, p in enumerate([*shapes, *attrs])}
         self.inputs: dict[str, tuple[int, View | None]] = {}   # name -> (order, view)
         self.outputs: list[View | None] = []
+        self.calls = 0            # call nodes lowered so far
 
     def shape_of(self, node: Any) -> IntShape:
         value = self.values[node]
@@ -324,7 +325,14 @@ class _Lowering:
         elif node.op == "output":
             self._outputs(node.args[0])
         elif node.op in ("call_function", "call_method"):
-            self.values[node] = self._call(node)
+            try:
+                self.values[node] = self._call(node)
+            except PrismError as err:
+                # which call of the traced function was refused (0-based, in the order the
+                # function makes them): `prism.compile` cuts a region there
+                setattr(err, "call_index", self.calls)  # noqa: B010 (an exception's note)
+                raise
+            self.calls += 1
         else:  # get_attr: a tensor made inside the function (torch.ones, a captured tensor)
             raise UnsupportedOpError(
                 f"workload {self.workload}: a constant tensor ({node.target}) at "
@@ -874,6 +882,22 @@ def _flatten(e: _Emit, input: Any, start_dim: int = 0, end_dim: int = -1) -> _Va
     return e.view(x, (*x.shape[:a], math.prod(x.shape[a:b + 1]), *x.shape[b + 1:]))
 
 
+def _to(e: _Emit, input: Any, *args: Any, **kwargs: Any) -> _Value:
+    """x.to(dtype), x.float(), x.half(), x.bfloat16() to a floating dtype: the IR's values are
+    numbers, not storage, so a cast between floating dtypes is the value itself (the kernel
+    computes in the program's dtype with fp32 accumulators, as a norm's upcast asks). A device,
+    a non-floating dtype or copy=True is refused."""
+    import torch
+
+    given = [*args, *(v for k, v in kwargs.items() if k == "dtype")]
+    extra = {k: v for k, v in kwargs.items() if k not in ("dtype", "non_blocking", "copy")}
+    if extra or kwargs.get("copy") or any(
+            not (isinstance(a, torch.dtype) and a.is_floating_point) for a in given):
+        raise _Refusal(f"to({', '.join(map(repr, [*args, *kwargs.values()]))}): only a cast "
+                       "to a floating dtype is traced; move devices outside the function")
+    return _tensor(input, "its input")
+
+
 def _contiguous(e: _Emit, input: Any, memory_format: Any = None) -> _Value:
     _no_extras(memory_format=memory_format)
     return _tensor(input, "its input")
@@ -1213,5 +1237,5 @@ def _methods() -> dict[str, Lowering]:
         "logical_not": _invert, "bitwise_not": _invert,
         "t": _t, "transpose": _transpose, "permute": _permute, "reshape": _reshape,
         "view": _reshape, "unsqueeze": _unsqueeze, "squeeze": _squeeze, "flatten": _flatten,
-        "contiguous": _contiguous,
+        "contiguous": _contiguous, "to": _to, "float": _to, "half": _to, "bfloat16": _to,
     }
