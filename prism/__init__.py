@@ -24,6 +24,7 @@ from prism.frontend.builder import Block, Graph
 from prism.ir import BlockGraph, KernelGraph, Map, check, interpret
 
 if TYPE_CHECKING:
+    from prism.dynamo import compile
     from prism.frontend.mirage import import_mirage
     from prism.frontend.workload import Workload, from_module, workload
     from prism.pipeline import superoptimize
@@ -44,6 +45,7 @@ _LAZY = {
     "random_test": "prism.verify.randomized",
     "SearchConfig": "prism.search.config",   # the search itself: prism.search.search(...)
     "superoptimize": "prism.pipeline",
+    "compile": "prism.dynamo",               # torch.compile(model, backend="prism"), with options
 }
 
 
@@ -64,6 +66,6 @@ __all__ = [
     "KernelGraph", "Map", "MirageFormatError", "PrismError", "SearchConfig", "ShapeError",
     "SpecError",
     "TraceFormatError", "UnknownWorkloadError", "UnsupportedOpError", "Verdict", "Workload",
-    "check", "from_module", "get_workload", "import_mirage", "interpret", "random_test",
+    "check", "compile", "from_module", "get_workload", "import_mirage", "interpret", "random_test",
     "superoptimize", "verify", "workload",
 ]

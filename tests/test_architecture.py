@@ -29,7 +29,7 @@ HEAVY = {
               # the microbenchmarks' buffers (their kernels load through triton_backend)
               "prism/tune/calibrate.py",
               # the torch.compile backend: Dynamo's graphs are its input
-              "prism/compile.py"},
+              "prism/dynamo.py"},
     "graphviz": {"prism/ir/render.py"},
     "z3": {"prism/smt.py"},
     "triton": {"prism/instantiate/triton_backend.py"},

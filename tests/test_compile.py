@@ -14,7 +14,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import prism.compile as pc
+import prism
+import prism.dynamo as pc
 from prism.instantiate.triton_backend import interpreting
 
 pytestmark = pytest.mark.skipif(not interpreting(), reason="runs kernels in Triton's "
@@ -97,6 +98,7 @@ def test_autograd_runs_torch_where_the_kernel_is_inference_only(cases, tmp_path)
 def test_the_backend_is_registered_with_torch():
     from torch._dynamo.backends.registry import lookup_backend
     assert lookup_backend("prism") is pc.backend
+    assert prism.compile is pc.compile
 
 
 @pytest.mark.slow

@@ -329,7 +329,7 @@ class _Lowering:
                 self.values[node] = self._call(node)
             except PrismError as err:
                 # which call of the traced function was refused (0-based, in the order the
-                # function makes them): `prism.compile` cuts a region there
+                # function makes them): `prism.dynamo` cuts a region there
                 setattr(err, "call_index", self.calls)  # noqa: B010 (an exception's note)
                 raise
             self.calls += 1
