@@ -221,14 +221,14 @@ class Exit:
         self.result, self.code = result, code
 
 
-def _parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
+def _parse_shape(text: str, flag: str = "--shape") -> tuple[str, tuple[int, ...]]:
     name, sep, dims = text.partition("=")
     try:
         shape = tuple(int(x) for x in dims.lower().split("x"))
     except ValueError:
         shape = ()
     if not sep or not name or not shape or any(d < 1 for d in shape):
-        raise PrismError(f"--shape {text!r} is not NAME=8x1024 (a parameter name, then "
+        raise PrismError(f"{flag} {text!r} is not NAME=8x1024 (a parameter name, then "
                          "positive dims joined by x)")
     return name, shape
 
@@ -465,7 +465,10 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
                                out=Path(args.out),
                                search_config=config, checkpoint=args.checkpoint,
                                max_trials=args.max_trials, db=db, label=target.label,
-                               interrupt=interrupt, executor=_executor(args))
+                               interrupt=interrupt, executor=_executor(args),
+                               also_at=[dict(_parse_shape(part, "--also-at")
+                                             for part in text.split(","))
+                                        for text in args.also_at or ()])
     doc = result.to_json()
     if not args.json:
         dtype = "" if doc["dtype"] == "float16" else f", dtype: {doc['dtype']}"
@@ -485,6 +488,14 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
             if outside:
                 ops = ", ".join(f"{o['op']} ({o['tensor']})" for o in outside)
                 print(f"  outside custom kernels: {ops}: {outside[0]['why']}")
+        for shaped in result.shapes:
+            at = ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in shaped.shapes.items())
+            b = shaped.best
+            got = (f"{b.candidate}, {b.latency_us:.2f} µs {b.latency_kind}" if b else
+                   "no kernel")
+            how = "in kernel.py" if shaped.carried else f"not carried: {shaped.reason}"
+            print(f"  also at {at}: {got}, from the checkpoint in {shaped.seconds:.1f} s "
+                  f"({how})")
         for name, path in doc["files"].items():
             print(f"  {name}: {path}")
         for note in doc.get("notes", []):
@@ -781,6 +792,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", default="out", help="folder for the outputs (default out/)")
     sp.add_argument("--max-trials", type=_count, default=8,
                     help="configurations compiled and measured (default 8)")
+    sp.add_argument("--also-at", action="append", metavar="NAME=16x1024[,NAME=...]",
+                    help="another shape set to serve from the same search (repeat for "
+                    "several): the search's checkpoint re-instantiated and tuned there; "
+                    "kernel.py carries every shape and dispatches on the input shapes")
     sp.add_argument("--db", metavar="F.jsonl", help="the result database (default "
                     "~/.cache/prism/results.jsonl, or $PRISM_CACHE_DIR/results.jsonl)")
     sp = command("calibrate", _cmd_calibrate, "measure launch overhead, HBM and L2 bandwidth "

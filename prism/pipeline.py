@@ -42,7 +42,8 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -269,6 +270,7 @@ class OptimizeResult:
     output: Path | None = None          # where the output folder ended up, when one was given
     fusion: Fusion | None = None        # what stayed outside custom kernels and why
     dtype: str = "float16"              # what the program's tensors are: every stage's bytes
+    shapes: list[ShapeResult] = field(default_factory=list)   # also_at's, in order
 
     def to_json(self) -> dict[str, Any]:
         best = self.best.to_json() if self.best else None
@@ -285,6 +287,7 @@ class OptimizeResult:
                 "tuning": self.tuning.summary() if self.tuning else None,
                 "trials": [t.to_json() for t in self.tuning.finalists] if self.tuning else [],
                 "files": self.files, **({"notes": self.notes} if self.notes else {}),
+                **({"shapes": [s.to_json() for s in self.shapes]} if self.shapes else {}),
                 **({"interrupted": True} if self.interrupted else {})}
 
 
@@ -295,13 +298,20 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any 
                   cancel: threading.Event | None = None, db: ResultDB | None = None,
                   label: str | None = None,
                   interrupt: threading.Event | None = None,
-                  executor: Executor | str = "local") -> OptimizeResult:
+                  executor: Executor | str = "local",
+                  also_at: Sequence[Mapping[str, Sequence[int]]] = ()) -> OptimizeResult:
     """Optimize `target` (a workload name, `path.py:function`, a `Workload`, a `KernelGraph` or a
     builder `Graph`) for `device`, measuring with `measure` (`model`, `interpret` or `cuda`);
     the search's tasks run on `executor` (`prism.search.executors`). The program runs in `dtype`
     (float16, bfloat16 or float32; None: the workload's, float16 for a graph): every stage counts
     its bytes, and the winner is checked in it, within its tolerance. The budget runs on
-    `tracer.budget`, a clock that stands still while a live view holds the run paused."""
+    `tracer.budget`, a clock that stands still while a live view holds the run paused.
+
+    `also_at` (a workload's parameter shapes, one mapping per shape set) serves more shapes from
+    the one search: the search's symbolic checkpoint (`checkpoint`, or one beside the outputs) is
+    re-instantiated at each (no new search), tuned, proved and checked there, and `kernel.py`
+    carries every shape whose kernel passed, dispatching on the input shapes
+    (`prism.instantiate.bundle`); `result.shapes` says what each shape got."""
     runner = executor if isinstance(executor, Executor) else Executor(executor)
     _check_arguments(device=device, measure=measure, budget_s=budget_s, out=out,
                      search_config=search_config, checkpoint=checkpoint, max_trials=max_trials,
@@ -325,6 +335,7 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any 
     if checkpoint is not None and not Path(checkpoint).exists():
         from prism.outputs import check_file
         check_file(Path(checkpoint), "--checkpoint")
+    more = _also_at(workload, also_at, name)
     if db is not None:
         db.check_writable()             # before the search, not after it
     from prism.outputs import OutputFolder
@@ -332,7 +343,11 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any 
     try:
         result = _run(graph, workload, name, spec, measure, budget_s, search_config, checkpoint,
                       max_trials, compile_ptx, tracer, cancel, interrupt, db, runner,
-                      folder, started)
+                      folder, started, _Shapes(more, dict(device=device, dtype=dtype,
+                                                         measure=measure, budget_s=budget_s,
+                                                         search_config=search_config,
+                                                         max_trials=max_trials, db=db,
+                                                         cancel=cancel, executor=runner)))
     except BaseException as e:
         if folder is not None:          # the previous results stay; this run's go beside them
             folder.abandon(interrupted=isinstance(e, KeyboardInterrupt))
@@ -346,8 +361,13 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
          measure: str, budget_s: float, search_config: SearchConfig | None,
          checkpoint: str | Path | None, max_trials: int, compile_ptx: bool, tracer: Tracer,
          cancel: threading.Event | None, interrupt: threading.Event | None, db: ResultDB | None,
-         runner: Executor, folder: Any, started: float) -> OptimizeResult:
+         runner: Executor, folder: Any, started: float, more: _Shapes | None = None
+         ) -> OptimizeResult:
     """The stages in order, writing into `folder.staging` (an `OutputFolder`) when given."""
+    if more is not None and more.shapes and checkpoint is None:
+        # the search's checkpoint, which the other shapes re-instantiate: an output of the run
+        checkpoint = (folder.staging if folder is not None else more.scratch()) / \
+            "checkpoint.json"
     seen_errors = len(tracer.listener_errors)
     events: list[Event] = []             # the run's own events, whatever the tracer keeps
     keeper = _Keeper(events)
@@ -405,6 +425,11 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
                     break
                 _set_aside(result, trial, f"failed its check: {best.check.reason}")
             summary.update(best_summary(result))
+        if more is not None and more.shapes:
+            with tracer.stage("shapes") as summary:
+                result.shapes = more.serve(Path(checkpoint) if checkpoint else None, workload,
+                                           name, result)
+                summary.update({"shapes": [s.to_json() for s in result.shapes]})
         result.interrupted = interrupt is not None and interrupt.is_set()
         result.trace = events           # the write stage's page reads it; later events append
         if keeper.dropped:
@@ -432,6 +457,101 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
         from prism.report import write_result_json
         write_result_json(result, folder.staging)
     return result
+
+
+@dataclass
+class ShapeResult:
+    """What one more shape of a run (`superoptimize(..., also_at=...)`) got from the run's
+    checkpoint: its best kernel, and whether `kernel.py` carries it."""
+
+    shapes: dict[str, tuple[int, ...]]
+    best: BestKernel | None
+    seconds: float
+    reason: str = ""                    # why kernel.py does not carry it ("" when it does)
+
+    @property
+    def carried(self) -> bool:
+        return not self.reason
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shapes": {k: list(v) for k, v in self.shapes.items()},
+                "best": self.best.to_json() if self.best else None,
+                "seconds": round(self.seconds, 3), "carried": self.carried,
+                **({"reason": self.reason} if self.reason else {})}
+
+
+@dataclass
+class _Shapes:
+    """The run's other shapes and the options each of their runs takes."""
+
+    shapes: list[dict[str, tuple[int, ...]]]
+    options: dict[str, Any]
+    _tmp: Any = None
+
+    def scratch(self) -> Path:
+        import tempfile
+        self._tmp = tempfile.TemporaryDirectory(prefix="prism-shapes-")
+        return Path(self._tmp.name)
+
+    def serve(self, checkpoint: Path | None, workload: Workload | None, name: str,
+              main: OptimizeResult) -> list[ShapeResult]:
+        """Each shape re-instantiated from the checkpoint, tuned, proved and checked."""
+        assert workload is not None              # `_also_at` refused also_at without one
+        out: list[ShapeResult] = []
+        for shapes in self.shapes:
+            started = time.perf_counter()
+            if checkpoint is None or not checkpoint.exists() or \
+                    (main.search is not None and main.search.stop_reason == "cancelled"):
+                out.append(ShapeResult(shapes, None, 0.0, "the search was stopped before its "
+                                       "checkpoint was written: no shape is served from it"))
+                continue
+            at = ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in shapes.items())
+            got = superoptimize(workload.with_shapes(**shapes), checkpoint=checkpoint,
+                                label=f"{name} at {at}", **self.options)
+            best, why = got.best, ""
+            if best is None:
+                why = "no kernel: " + "; ".join(got.notes[:1]) if got.notes else "no kernel"
+            elif not best.proved:
+                why = "its best kernel has no proof on record"
+            elif not best.check.passed:
+                why = f"its best kernel's check {best.check.status}: {best.check.reason}"
+            out.append(ShapeResult(shapes, best, time.perf_counter() - started,
+                                   why))
+        if self._tmp is not None:
+            self._tmp.cleanup()
+        return out
+
+
+def _also_at(workload: Workload | None, also_at: Any, name: str
+             ) -> list[dict[str, tuple[int, ...]]]:
+    """`also_at` checked: shape sets of the workload's parameters, each other than the run's."""
+    if isinstance(also_at, Mapping):
+        also_at = [also_at]
+    sets = list(also_at or ())
+    if not sets:
+        return []
+    if workload is None:
+        raise PrismError(f"also_at needs a workload (a name, path.py:function or Workload); "
+                         f"{name} is a graph, whose shapes are fixed: build it at each shape")
+    out: list[dict[str, tuple[int, ...]]] = []
+    seen = [dict(workload.shapes)]
+    for s in sets:
+        if not isinstance(s, Mapping) or not s:
+            raise ArgumentTypeError(f"superoptimize: also_at holds {s!r}; pass one mapping of "
+                                    "parameter shapes per shape set, e.g. also_at=[{'X': "
+                                    "(16, 1024)}]")
+        unknown = sorted(set(s) - set(workload.shapes))
+        if unknown:
+            raise PrismError(f"also_at names {', '.join(unknown)}; {workload.name} has "
+                             f"parameters {', '.join(workload.shapes)}")
+        shapes = {k: tuple(int(d) for d in v) for k, v in s.items()}
+        whole = {**workload.shapes, **shapes}
+        if whole in seen:
+            raise PrismError(f"also_at repeats the shapes {shapes}: give each shape set once, "
+                             "other than the run's own")
+        seen.append(whole)
+        out.append(shapes)
+    return out
 
 
 class _Keeper:

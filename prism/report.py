@@ -43,9 +43,19 @@ def write_outputs(result: OptimizeResult, folder: Path,
              "result": folder / "result.json"}
     best = result.best
     if best is not None:
-        files["kernel"].write_text(best.triton_source)
+        carried = [s.best.triton_source for s in result.shapes if s.carried and s.best]
+        if carried:                     # also_at's shapes: one module, dispatching on shapes
+            from prism.instantiate.bundle import bundle
+            files["kernel"].write_text(bundle([best.triton_source, *carried]))
+        else:
+            files["kernel"].write_text(best.triton_source)
+        if (folder / "checkpoint.json").exists():   # the one also_at's shapes were served from
+            files["checkpoint"] = folder / "checkpoint.json"
         if best.ptx:
-            files["ptx"].write_text(ptx_text(best.ptx))
+            more = [s.best.ptx if s.best else {} for s in result.shapes if s.carried]
+            files["ptx"].write_text(ptx_text(best.ptx) + "".join(
+                f"\n// ---- shapes {i}: kernel.py's _s{i} kernels\n" + ptx_text(ptx)
+                for i, ptx in enumerate(more, 1) if ptx))
         elif best.graph.custom_ops:     # superoptimize(..., compile_ptx=False) skipped it
             files["ptx"].write_text("// not compiled: this run skipped PTX (compile_ptx=False); "
                                     "kernel.py holds the Triton kernel(s)\n")

@@ -74,6 +74,59 @@ def test_a_users_function_is_optimized_and_its_module_runs_in_a_fresh_process(ca
     assert "roofline bound" in text and "eager" in text and "modeled" in text
 
 
+def test_more_shapes_are_served_from_the_checkpoint_and_kernel_py_dispatches(capsys,
+                                                                            tmp_path):
+    """`--also-at`: one search, its checkpoint re-instantiated at each other shape (no search:
+    the stop reason says so), every shape proved and checked, and kernel.py, imported in a fresh
+    process, runs each shape against torch in float64 and refuses one it does not carry."""
+    (tmp_path / "mine.py").write_text(USER)
+    out = tmp_path / "out"
+    code, doc = run_json(capsys, "optimize", f"{tmp_path / 'mine.py'}:relu_proj", *CAPS,
+                         "--out", str(out), "--db", str(tmp_path / "db.jsonl"), "--budget",
+                         "120", "--also-at", "X=16x64", "--also-at", "X=4x64,W=64x16")
+    assert code == 0, doc
+    assert [s["shapes"] for s in doc["shapes"]] == [{"X": [16, 64]}, {"X": [4, 64], "W": [64, 16]}]
+    for shaped in doc["shapes"]:
+        assert shaped["carried"] and shaped["best"]["verdict"] == "equivalent"
+        assert shaped["best"]["check"]["passed"]
+    assert os.path.exists(doc["files"]["checkpoint"])
+    with open(doc["files"]["trace"]) as f:
+        events = [json.loads(line) for line in f]
+    stage = next(e for e in events if e["type"] == "StageFinished" and e["stage"] == "shapes")
+    assert len(stage["summary"]["shapes"]) == 2
+    shapes = [((8, 64), (64, 32)), ((16, 64), (64, 32)), ((4, 64), (64, 16))]
+    torch.manual_seed(3)
+    inputs = [tuple(torch.randn(*s).half() for s in pair) for pair in shapes]
+    torch.save(inputs, tmp_path / "inputs.pt")
+    script = textwrap.dedent(f'''
+        import sys, torch
+        sys.path.insert(0, {str(out)!r})
+        import kernel
+        inputs = torch.load({str(tmp_path / "inputs.pt")!r})
+        torch.save([kernel.run(X, W) for X, W in inputs], {str(tmp_path / "got.pt")!r})
+        try:
+            kernel.run(torch.zeros(5, 64).half(), torch.zeros(64, 32).half())
+        except ValueError as e:
+            print(e)
+    ''')
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    ran = subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300,
+                         capture_output=True, text=True)
+    for (X, W), got in zip(inputs, torch.load(tmp_path / "got.pt"), strict=True):
+        want = torch.relu(X.double() @ W.double())
+        assert got.shape == want.shape
+        assert float((got.double() - want).abs().max() / want.abs().max()) <= 2e-2
+    assert "(5, 64) (64, 32): this module carries the shapes" in ran.stdout
+    # each other shape came from the checkpoint, not a search of its own
+    code, again = run_json(capsys, "optimize", f"{tmp_path / 'mine.py'}:relu_proj", *CAPS,
+                           "--out", str(tmp_path / "o2"), "--budget", "120", "--shape",
+                           "X=16x64", "--checkpoint", doc["files"]["checkpoint"])
+    assert code == 0 and again["search"]["stop_reason"] == "checkpoint"
+    code, bad = run_json(capsys, "optimize", f"{tmp_path / 'mine.py'}:relu_proj", *CAPS,
+                         "--out", str(tmp_path / "o3"), "--also-at", "Y=4x4")
+    assert code == 2 and "names Y" in bad["error"]["message"]
+
+
 def test_what_cannot_be_done_here_is_a_clear_error(capsys, tmp_path):
     code, doc = run_json(capsys, "optimize", "swiglu", "--device", "v100", "--out",
                          str(tmp_path))
