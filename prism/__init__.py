@@ -24,6 +24,7 @@ from prism.frontend.builder import Block, Graph
 from prism.ir import BlockGraph, KernelGraph, Map, check, interpret
 
 if TYPE_CHECKING:
+    from prism.advice import Advice
     from prism.dynamo import compile
     from prism.frontend.mirage import import_mirage
     from prism.frontend.workload import Workload, from_module, workload
@@ -46,6 +47,7 @@ _LAZY = {
     "SearchConfig": "prism.search.config",   # the search itself: prism.search.search(...)
     "superoptimize": "prism.pipeline",
     "compile": "prism.dynamo",               # torch.compile(model, backend="prism"), with options
+    "Advice": "prism.advice",                # what an advisor may say (prism.compile(advisor=))
 }
 
 
@@ -62,7 +64,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "WORKLOADS", "Block", "BlockGraph", "DimExprError", "Graph", "GraphFormatError", "InputError",
+    "WORKLOADS", "Advice", "Block", "BlockGraph", "DimExprError", "Graph", "GraphFormatError",
+    "InputError",
     "KernelGraph", "Map", "MirageFormatError", "PrismError", "SearchConfig", "ShapeError",
     "SpecError",
     "TraceFormatError", "UnknownWorkloadError", "UnsupportedOpError", "Verdict", "Workload",

@@ -271,6 +271,7 @@ class OptimizeResult:
     fusion: Fusion | None = None        # what stayed outside custom kernels and why
     dtype: str = "float16"              # what the program's tensors are: every stage's bytes
     shapes: list[ShapeResult] = field(default_factory=list)   # also_at's, in order
+    advised: Any = None                 # prism.advice.Advised: the advice and what it did
 
     def to_json(self) -> dict[str, Any]:
         best = self.best.to_json() if self.best else None
@@ -288,6 +289,7 @@ class OptimizeResult:
                 "trials": [t.to_json() for t in self.tuning.finalists] if self.tuning else [],
                 "files": self.files, **({"notes": self.notes} if self.notes else {}),
                 **({"shapes": [s.to_json() for s in self.shapes]} if self.shapes else {}),
+                **({"advice": self.advised.to_json()} if self.advised else {}),
                 **({"interrupted": True} if self.interrupted else {})}
 
 
@@ -299,7 +301,8 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any 
                   label: str | None = None,
                   interrupt: threading.Event | None = None,
                   executor: Executor | str = "local",
-                  also_at: Sequence[Mapping[str, Sequence[int]]] = ()) -> OptimizeResult:
+                  also_at: Sequence[Mapping[str, Sequence[int]]] = (),
+                  advice: Any = None) -> OptimizeResult:
     """Optimize `target` (a workload name, `path.py:function`, a `Workload`, a `KernelGraph` or a
     builder `Graph`) for `device`, measuring with `measure` (`model`, `interpret` or `cuda`);
     the search's tasks run on `executor` (`prism.search.executors`). The program runs in `dtype`
@@ -311,7 +314,11 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any 
     the one search: the search's symbolic checkpoint (`checkpoint`, or one beside the outputs) is
     re-instantiated at each (no new search), tuned, proved and checked there, and `kernel.py`
     carries every shape whose kernel passed, dispatching on the input shapes
-    (`prism.instantiate.bundle`); `result.shapes` says what each shape got."""
+    (`prism.instantiate.bundle`); `result.shapes` says what each shape got.
+
+    `advice` (a `prism.Advice` or a mapping of its fields) narrows the search and reorders the
+    tuning queue (`prism.advice`); every candidate is still proved and the winner checked. What
+    it changed and what came of it are the trace's `advice` stage and `result.advised`."""
     runner = executor if isinstance(executor, Executor) else Executor(executor)
     _check_arguments(device=device, measure=measure, budget_s=budget_s, out=out,
                      search_config=search_config, checkpoint=checkpoint, max_trials=max_trials,
@@ -336,6 +343,8 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any 
         from prism.outputs import check_file
         check_file(Path(checkpoint), "--checkpoint")
     more = _also_at(workload, also_at, name)
+    from prism.advice import Advice, Advised
+    advised = Advised(Advice.of(advice)) if advice is not None else None
     if db is not None:
         db.check_writable()             # before the search, not after it
     from prism.outputs import OutputFolder
@@ -347,7 +356,8 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any 
                                                          measure=measure, budget_s=budget_s,
                                                          search_config=search_config,
                                                          max_trials=max_trials, db=db,
-                                                         cancel=cancel, executor=runner)))
+                                                         cancel=cancel, executor=runner)),
+                      advised)
     except BaseException as e:
         if folder is not None:          # the previous results stay; this run's go beside them
             folder.abandon(interrupted=isinstance(e, KeyboardInterrupt))
@@ -361,8 +371,8 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
          measure: str, budget_s: float, search_config: SearchConfig | None,
          checkpoint: str | Path | None, max_trials: int, compile_ptx: bool, tracer: Tracer,
          cancel: threading.Event | None, interrupt: threading.Event | None, db: ResultDB | None,
-         runner: Executor, folder: Any, started: float, more: _Shapes | None = None
-         ) -> OptimizeResult:
+         runner: Executor, folder: Any, started: float, more: _Shapes | None = None,
+         advised: Any = None) -> OptimizeResult:
     """The stages in order, writing into `folder.staging` (an `OutputFolder`) when given."""
     if more is not None and more.shapes and checkpoint is None:
         # the search's checkpoint, which the other shapes re-instantiate: an output of the run
@@ -385,7 +395,19 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
                             dtype=spec.dtype.name)
     if folder is not None:
         result.notes += folder.notes
+    prefer = None
     try:
+        if advised is not None:
+            # advice narrows the search and reorders tuning, and says so on the trace
+            with tracer.stage("advice") as summary:
+                narrowed, advised.effects = advised.advice.narrow(
+                    search_config or search_config_for(graph, budget_s * SEARCH_SHARE, spec))
+                if advised.effects:          # else the run's own config, as without advice
+                    search_config = narrowed
+                if advised.advice.params or advised.advice.kernels is not None:
+                    prefer = advised.advice.prefers
+                    advised.effects.append("tuning measures the hinted configurations first")
+                summary.update(advised.to_json())
         # the search is its own stage on the trace ("search", from `prism.search`)
         halt = _either(cancel, interrupt)
         result.search, result.fusion = _fused_or_partial(
@@ -400,7 +422,8 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
         with tracer.stage("tune") as summary:
             left = max(30.0, budget_s - (tracer.budget.now() - started))
             result.tuning = tune(configs, backend, spec, tracer=tracer, max_trials=max_trials,
-                                 compile_ptx=compile_ptx, db=db, budget_s=left, cancel=cancel)
+                                 compile_ptx=compile_ptx, db=db, budget_s=left, cancel=cancel,
+                                 prefer=prefer)
             summary.update(result.tuning.summary())
             if db is not None:
                 summary["database"] = db.summary()
@@ -425,6 +448,11 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
                     break
                 _set_aside(result, trial, f"failed its check: {best.check.reason}")
             summary.update(best_summary(result))
+        if advised is not None:
+            result.advised = advised
+            advised.outcome = _advice_outcome(advised.advice, result, prefer)
+            with tracer.stage("advice outcome") as summary:
+                summary.update(advised.to_json())
         if more is not None and more.shapes:
             with tracer.stage("shapes") as summary:
                 result.shapes = more.serve(Path(checkpoint) if checkpoint else None, workload,
@@ -457,6 +485,22 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
         from prism.report import write_result_json
         write_result_json(result, folder.staging)
     return result
+
+
+def _advice_outcome(advice: Any, result: OptimizeResult, prefer: Any) -> str:
+    """What came of the advice, from the run: the winner against the hints."""
+    best = result.best
+    if best is None:
+        return "no kernel was found"
+    if prefer is None:
+        return f"the winner is {best.candidate} ({best.latency_kind} {best.latency_us:.2f} µs)"
+    trials = result.tuning.finalists if result.tuning else []
+    hinted = [t for t in trials if prefer(t.config)]
+    took = any(t.config.id == best.config for t in hinted)
+    return (f"{len(hinted)} of {len(trials)} finalists took the hints; the winner "
+            f"{best.config} ({best.latency_kind} {best.latency_us:.2f} µs) "
+            + ("is one of them" if took else
+               f"is not: its {best.latency_kind} latency was the best"))
 
 
 @dataclass

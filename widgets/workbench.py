@@ -38,7 +38,7 @@ WINNER = "winner"      # the candidate list's entry for the pipeline's best kern
 class Workbench:
     def __init__(self, target: Any = None, *, device: str = "h100", measure: str = "model",
                  budget_s: float = 120.0, search_config: Any = None, max_trials: int = 8,
-                 compile_ptx: bool = True, out: str | Path | None = None):
+                 compile_ptx: bool = True, out: str | Path | None = None, advice: Any = None):
         import ipywidgets as w
 
         self.target = target
@@ -55,18 +55,20 @@ class Workbench:
         self.export_button = w.Button(description="export the winner", icon="download",
                                       disabled=True)
         self.exported = w.HTML()
+        self.advice = w.HTML()          # what an advisor said and did (`prism.advice`), if any
         self.choice.observe(lambda _: self._show(), names="value")
         self.export_button.on_click(lambda _: self._export_clicked())
         self.widget = w.Tab(children=[self.explorer.widget,
                                       w.VBox([w.HBox([self.choice, self.export_button,
-                                                      self.exported]), self.detail]),
+                                                      self.exported]), self.advice,
+                                              self.detail]),
                                       self.tuning.widget])
         for k, title in enumerate(("search", "candidates", "tuning")):
             self.widget.set_title(k, title)
         if target is not None:
             options = {"device": device, "measure": measure, "budget_s": budget_s,
                        "search_config": search_config, "max_trials": max_trials,
-                       "compile_ptx": compile_ptx, "out": self.out}
+                       "compile_ptx": compile_ptx, "out": self.out, "advice": advice}
             self._prepare(target, options)
 
     # -- feeding -------------------------------------------------------------------------
@@ -87,6 +89,9 @@ class Workbench:
             if isinstance(event, CandidateVerified | CandidateRejected) and event.graph:
                 self.candidates[event.id] = event
                 changed = True
+            elif isinstance(event, StageFinished) and event.stage in ("advice",
+                                                                      "advice outcome"):
+                self.advice.value = advice_html(event.summary)
             elif isinstance(event, StageFinished) and event.stage == "check" and \
                     event.summary.get("graph"):
                 self.winner = dict(event.summary)
@@ -267,3 +272,23 @@ class Workbench:
         out = Path(path)
         out.write_text(page(events))
         return out
+
+
+def advice_html(logged: dict[str, Any]) -> str:
+    """An advisor's advice, what it changed and what came of it (the trace's `advice` and
+    `advice outcome` stages), as a short block: advice only reorders or narrows."""
+    advice = logged.get("advice", {})
+    said = [f"<b>advice</b> ({html.escape(str(advice.get('source', 'user')))})"]
+    if advice.get("label"):
+        said.append(html.escape(str(advice["label"])))
+    for key in ("block_ops", "max_block_ops", "params", "kernels"):
+        if key in advice:
+            said.append(f"{key}: {html.escape(str(advice[key]))}")
+    rows = [" · ".join(said)]
+    rows += [f"changed: {html.escape(e)}" for e in logged.get("effects", [])]
+    rows += [f"risk: {html.escape(r)}" for r in advice.get("risks", [])]
+    if logged.get("outcome"):
+        rows.append(f"outcome: {html.escape(logged['outcome'])}")
+    rows.append("<i>advice only reorders or narrows: every candidate is still proved and the "
+                "winner checked</i>")
+    return "<div style='font-size:12px'>" + "<br>".join(rows) + "</div>"

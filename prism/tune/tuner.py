@@ -143,13 +143,23 @@ class TuningResult:
 def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
          tracer: Tracer | None = None, max_trials: int = MAX_TRIALS, compile_ptx: bool = True,
          workers: int | None = None, db: ResultDB | None = None, budget_s: float | None = None,
-         cancel: threading.Event | None = None) -> TuningResult:
+         cancel: threading.Event | None = None,
+         prefer: Callable[[Config], bool] | None = None) -> TuningResult:
+    """Screen `configs` by the model, measure the `max_trials` best distinct ones (with
+    `prefer`, an advisor's hints: the configurations it prefers first, then the rest, each
+    group in the model's order, and the model's own best always among them: a hint reorders
+    the queue, it cannot push out what the model would measure first)."""
     tracer = tracer or Tracer()
     started = tracer.budget.now()      # the budget's clock: it stands still while paused
     screened = [_screen(c, device, tracer) for c in configs]
     ranked = sorted((t for t in screened if math.isfinite(t.modeled_us)),
-                    key=lambda t: (t.modeled_us, t.config.id))
+                    key=lambda t: (prefer is not None and not prefer(t.config), t.modeled_us,
+                                   t.config.id))
     finalists = _distinct(ranked, max_trials)
+    if prefer is not None and ranked:
+        own = min(ranked, key=lambda t: (t.modeled_us, t.config.id))
+        if own not in finalists:
+            finalists = [*_distinct([t for t in ranked if t is not own], max_trials - 1), own]
     if backend.kind == "measured":
         finalists = with_knobs(finalists)
     result = TuningResult(screened, finalists, backend.name, backend.kind)
