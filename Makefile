@@ -34,6 +34,7 @@ $(STAMP): pyproject.toml | $(PY)
 system-deps:
 	@missing=""; command -v dot >/dev/null || missing="graphviz"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v g++ >/dev/null || missing="$$missing g++"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages: $$missing"; \
 	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \

@@ -5,8 +5,7 @@ TorchDynamo hands the backend an FX graph of the model's forward (its parameters
 inputs) and example inputs. The backend:
 
 1. **cuts** the graph into regions: maximal runs of nodes whose op the frontend lowers
-   (`prism.frontend.fx`'s tables), in the graph's order; every other node is *outside* and runs
-   as the graph had it (eager torch).
+   (`prism.frontend.fx`'s tables), in the graph's order; every other node is *outside*.
 2. **optimizes** each region as a workload of its own (`prism.superoptimize`, the cost model's
    device, no GPU needed), and takes its best kernel only when it is proved (or is the region's
    own program) and passed its check against torch. A region the frontend refuses, or whose
@@ -16,7 +15,15 @@ inputs) and example inputs. The backend:
    the same model (another process, the next day) loads the kernels without a search. A region
    seen at other shapes (a new batch size) re-instantiates its symbolic checkpoint, stored by
    the region's program *without* its shapes, and tunes only its sizes: no new search.
-4. **reports** (`report=PATH`, JSON, and `Compiled.report`): per region its ops, whether it was
+4. **hands the rest to Inductor**: each fused region becomes a call of the operator
+   `prism::region_kernel` (its fake implementation gives the outputs' shapes), and the graph
+   around them, outside nodes and regions that fell back, is compiled by Inductor
+   (`rest="inductor"`, the default), or runs eagerly where Inductor cannot compile here (no C++
+   compiler, say: the report's `rest` says why) or `rest="eager"` asks.
+5. **asks an advisor** (`prism.advice`; the heuristic by default, any callable as an option)
+   about each region before it is optimized: advice orders the regions, may leave one to torch,
+   narrow its search or reorder its tuning, and never bypasses the proof or the check.
+6. **reports** (`report=PATH`, JSON, and `Compiled.report`): per region its ops, whether it was
    fused or fell back and why, its kernel's modeled latency against the region's eager ops
    (both `modeled`), and whether the kernel came from the cache or the checkpoint.
 
@@ -84,6 +91,7 @@ class Options:
     search_config: Any = None            # a SearchConfig for every region (tests: small caps)
     max_region_ops: int = 6              # ops a region computes at most (what searches fast)
     advisor: Any = "heuristic"           # prism.advice: "heuristic", a callable, or None
+    rest: str = "inductor"               # what runs the rest: "inductor" (eager if it fails)
 
 
 @dataclass
@@ -92,9 +100,11 @@ class CompileReport:
     adds one), and its regions."""
 
     graphs: list[list[Region]] = field(default_factory=list)
+    rest: list[str] = field(default_factory=list)   # per graph: what ran the rest, and why
 
     def to_json(self) -> dict[str, Any]:
         return {"graphs": [[r.to_json() for r in regions] for regions in self.graphs],
+                "rest": self.rest,
                 "fused": sum(r.status == "fused" for g in self.graphs for r in g),
                 "fallback": sum(r.status == "fallback" for g in self.graphs for r in g)}
 
@@ -111,16 +121,18 @@ def backend(gm: Any, example_inputs: Sequence[Any], **options: Any) -> Callable[
 def compile(model: Any, *, budget_s: float = 60.0, device: str = "h100",
             cache_dir: str | Path | None = None, report: str | Path | None = None,
             search_config: Any = None, max_region_ops: int = 6,
-            advisor: Any = "heuristic") -> Any:
+            advisor: Any = "heuristic", rest: str = "inductor") -> Any:
     """`torch.compile(model, backend=...)` with the prism backend and these options; the
     result's `prism_report` is the `CompileReport` (also written to `report` when given).
     `advisor` (`prism.advice`): the default heuristic, any callable from a region's summary
-    text to advice (an LLM, say), or None; advice only reorders or narrows."""
+    text to advice (an LLM, say), or None; advice only reorders or narrows. `rest`: what runs
+    everything but the fused regions, "inductor" (eager where Inductor cannot compile here)
+    or "eager"."""
     import torch
 
     opts = Options(budget_s, device, Path(cache_dir) if cache_dir is not None else None,
                    Path(report) if report is not None else None, search_config, max_region_ops,
-                   advisor)
+                   advisor, rest)
     be = _Backend(opts, CompileReport())
     # static shapes: a new shape is a new graph (guarded by Dynamo), whose regions meet their
     # checkpoints; dynamic shapes would hand regions symbolic sizes, which fall back
@@ -140,17 +152,17 @@ class _Backend:
         calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
         if not calls:                        # nothing to cut: the graph as it is
             self.report.graphs.append([])
-            self._write()
-            return gm.forward
+            return self._rest(gm, example_inputs)
         supported = _supported_targets()
-        why: dict[Any, str] = {n: "ops the frontend does not lower: run as the graph had them"
+        why: dict[Any, str] = {n: "ops the frontend does not lower: left to the rest of the "
+                               "graph (the report's `rest`: Inductor, or eager)"
                                for n in calls if _key(n) not in supported}
         # Cut, trace each region, and where the frontend refuses a node (a transpose of a
         # computed tensor, an index) put that node outside and cut again: the regions are
         # what the engine takes, found by asking it
         while True:
             split, members = _split(gm, calls, set(why), self.options.max_region_ops)
-            shapes = _input_shapes(split, example_inputs)
+            shapes, outputs = _input_shapes(split, example_inputs)
             refused = False
             for name, nodes in members.items():
                 if nodes[0] in why or len(nodes) < 2:
@@ -188,10 +200,29 @@ class _Backend:
             kernel = self._region_kernel(getattr(split, name), shapes[name], region,
                                          example_inputs)
             if kernel is not None:
-                setattr(split, name, kernel)
+                setattr(split, name, _KernelModule(kernel, getattr(split, name),
+                                                   outputs[name]))
         self.report.graphs.append(sorted(regions, key=lambda r: r.index))
+        return self._rest(split, example_inputs)
+
+    def _rest(self, gm: Any, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        """The graph (its fused regions calls of `prism::region_kernel`) compiled by Inductor,
+        or run eagerly where that is not asked or Inductor cannot compile here (said)."""
+        how = "eager (asked)"
+        compiled: Callable[..., Any] = gm.forward
+        if self.options.rest == "inductor":
+            try:
+                from torch._inductor.compile_fx import compile_fx
+                compiled = compile_fx(gm, list(example_inputs))  # type: ignore[assignment]
+                how = "inductor"
+            except Exception as e:                  # no C++ compiler, an unsupported op, ...
+                first = (str(e).splitlines() or [""])[0][:200]
+                how = f"eager: Inductor could not compile it here ({type(e).__name__}: {first})"
+        elif self.options.rest != "eager":
+            raise PrismError(f"rest={self.options.rest!r}; give 'inductor' or 'eager'")
+        self.report.rest.append(how)
         self._write()
-        return split.forward
+        return compiled
 
     def _advise(self, sub: Any, shapes: list[tuple[tuple[int, ...], Any]]) -> Any:
         """The advisor's advice on a region (None: no advisor, or a region that does not
@@ -258,7 +289,7 @@ class _Backend:
         region.status = "fused"
         if region.advised is not None:
             region.advised.outcome = f"fused ({region.source})"
-        return _KernelModule(found, sub)
+        return found
 
     def _kernel(self, sub: Any, shapes: list[tuple[int, ...]], dtype: str,
                 region: Region) -> Any:
@@ -324,25 +355,70 @@ class _Backend:
         return (Path(base) if base else Path.home() / ".cache" / "prism") / "compile"
 
 
-def _KernelModule(module: Any, sub: Any) -> Any:
+# the generated modules `prism::region_kernel` runs, by key, and their outputs' (shape, dtype)
+_KERNELS: dict[str, tuple[Any, list[tuple[tuple[int, ...], Any]]]] = {}
+
+
+def _region_op() -> Any:
+    """`torch.ops.prism.region_kernel(key, args)`: a generated module's `run()` as a torch
+    operator, so Inductor compiles the graph around it and calls it (its fake implementation
+    gives the outputs' shapes and dtypes, recorded when the kernel was made)."""
+    import torch
+    if hasattr(torch.ops.prism, "region_kernel"):
+        return torch.ops.prism.region_kernel
+
+    # the schema written out: this module's annotations are strings (`from __future__`)
+    @torch.library.custom_op("prism::region_kernel", mutates_args=(),
+                             schema="(str key, Tensor[] args) -> Tensor[]")
+    def region_kernel(key: str, args: list[torch.Tensor]) -> list[torch.Tensor]:
+        module, _ = _KERNELS[key]
+        got = module.run(*[a.detach().contiguous() for a in args])
+        return list(got) if isinstance(got, tuple) else [got]
+
+    @region_kernel.register_fake
+    def _(key: str, args: list[torch.Tensor]) -> list[torch.Tensor]:
+        _, outs = _KERNELS[key]
+        device = args[0].device if args else torch.device("cpu")
+        return [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in outs]
+
+    return torch.ops.prism.region_kernel
+
+
+def _KernelModule(module: Any, sub: Any, meta: Any) -> Any:
     """A module to stand where the region's submodule stood: the generated `run()` on the same
-    inputs, its outputs as the submodule returned them (one tensor, or a tuple)."""
+    inputs (through `prism::region_kernel`), its outputs as the submodule returned them (one
+    tensor, or a tuple)."""
+    as_tuple = not hasattr(meta, "shape")        # TensorMetadata is itself a named tuple
+    outs = [(tuple(m.shape), m.dtype) for m in (meta if as_tuple else [meta])]
+    key = hashlib.sha256(module.__file__.encode()).hexdigest()[:16] + f"_{len(_KERNELS)}"
+    _KERNELS[key] = (module, outs)
+    _region_op()
+    return _kernel_class()(key, sub, as_tuple)
+
+
+def _kernel_class() -> Any:
+    """The module class of a fused region, made once torch is imported, and a name of this
+    module (Inductor's cache pickles the graph's modules by qualified name)."""
+    made = globals().get("_Kernel")
+    if made is not None:
+        return made
     import torch
 
-    out = next(n for n in sub.graph.nodes if n.op == "output")
-    as_tuple = isinstance(out.args[0], (tuple, list))
+    class _Kernel(torch.nn.Module):
+        def __init__(self, key: str, sub: Any, as_tuple: bool):
+            super().__init__()
+            self.key, self.sub, self.as_tuple = key, sub, as_tuple
 
-    class Kernel(torch.nn.Module):
         def forward(self, *args: Any) -> Any:
             if torch.is_grad_enabled() and any(getattr(a, "requires_grad", False)
                                                for a in args):
-                return sub(*args)       # the kernel is inference-only: autograd needs torch's
-            got = module.run(*[a.detach().contiguous() for a in args])
-            if as_tuple:
-                return got if isinstance(got, tuple) else (got,)
-            return got[0] if isinstance(got, tuple) else got
+                return self.sub(*args)  # the kernel is inference-only: autograd needs torch's
+            got = torch.ops.prism.region_kernel(self.key, list(args))
+            return tuple(got) if self.as_tuple else got[0]
 
-    return Kernel()
+    _Kernel.__qualname__ = "_Kernel"
+    globals()["_Kernel"] = _Kernel
+    return _Kernel
 
 
 def _split(gm: Any, calls: list[Any], outside: set[Any], max_ops: int = 6
@@ -409,20 +485,22 @@ def _as_function(sub: Any, params: list[str]) -> Callable[..., Any]:
     return scope["region"]
 
 
-def _input_shapes(split: Any, examples: Sequence[Any]) -> dict[str, list[tuple[tuple[int, ...],
-                                                                              Any]]]:
-    """Each submodule's inputs' (shape, dtype), from a run of the split graph's shape
-    propagation on the example inputs."""
+def _input_shapes(split: Any, examples: Sequence[Any]
+                  ) -> tuple[dict[str, list[tuple[tuple[int, ...], Any]]], dict[str, Any]]:
+    """Each submodule's inputs' (shape, dtype), and its output's tensor metadata (one, or a
+    tuple), from a run of the split graph's shape propagation on the example inputs."""
     from torch.fx.passes.shape_prop import ShapeProp
 
     ShapeProp(split).propagate(*examples)
     out: dict[str, list[tuple[tuple[int, ...], Any]]] = {}
+    outputs: dict[str, Any] = {}
     for node in split.graph.nodes:
         if node.op == "call_module":
             metas = [a.meta.get("tensor_meta") for a in node.args]
             out[str(node.target)] = [(tuple(m.shape), m.dtype) if m is not None else ((), None)
                                      for m in metas]
-    return out
+            outputs[str(node.target)] = node.meta.get("tensor_meta")
+    return out, outputs
 
 
 def _supported_targets() -> set[Any]:

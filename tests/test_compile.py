@@ -9,6 +9,8 @@ files themselves."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 
 import pytest
 import torch
@@ -73,15 +75,39 @@ def test_a_model_compiles_to_a_checked_kernel_cached_and_reused_at_a_new_batch(c
     assert served.status == "fused" and served.source == "checkpoint", served
 
 
-def test_an_op_outside_the_frontend_runs_in_torch_and_the_rest_is_fused(cases, tmp_path):
+@pytest.mark.parametrize("rest", ["inductor", "eager"])
+def test_an_op_outside_the_frontend_is_left_to_inductor_and_the_rest_is_fused(cases, tmp_path,
+                                                                            rest):
+    """The fused region runs as `prism::region_kernel` inside the graph Inductor compiled (or
+    the eager graph, asked): the generated module's run() is called, and the model matches
+    eager. Inductor needs a C++ compiler on a CPU; without one the report says eager, and why."""
     model = _model(cumsum=True)
-    compiled = pc.compile(model, **_options(cases, tmp_path))
+    before = set(pc._KERNELS)
+    compiled = pc.compile(model, rest=rest, **_options(cases, tmp_path))
     x = torch.randn(8, 64)
     with torch.no_grad():
+        compiled(x)                                  # compiles: the region's kernel is made
+        (key,) = set(pc._KERNELS) - before
+        module, outs = pc._KERNELS[key]
+        calls = []
+
+        class Counting:
+            def run(self, *args):
+                calls.append(len(args))
+                return module.run(*args)
+        pc._KERNELS[key] = (Counting(), outs)
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert calls == [3]                              # x and the two weights
     regions = compiled.prism_report.graphs[0]
     assert [r.status for r in regions] == ["fused", "outside"]
     assert "cumsum" in regions[1].ops[0] and "does not lower" in regions[1].reason
+    (how,) = compiled.prism_report.rest
+    if rest == "eager":
+        assert how == "eager (asked)"
+    elif shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++"):
+        assert how == "inductor"
+    else:
+        assert how.startswith("eager: Inductor could not compile it here")
 
 
 def test_autograd_runs_torch_where_the_kernel_is_inference_only(cases, tmp_path):
