@@ -25,7 +25,8 @@ inputs) and example inputs. The backend:
    narrow its search or reorder its tuning, and never bypasses the proof or the check.
 6. **reports** (`report=PATH`, JSON, and `Compiled.report`): per region its ops, whether it was
    fused or fell back and why, its kernel's modeled latency against the region's eager ops
-   (both `modeled`), and whether the kernel came from the cache or the checkpoint.
+   (both `modeled`; on a GPU also both `measured`, `_measured`), whether the kernel came from
+   the cache or the checkpoint, the advice and what came of it, and what ran the rest.
 
 The kernels run where Triton runs them: on a GPU, or on the CPU in Triton's interpreter
 (`TRITON_INTERPRET=1` set before triton is imported). Without either, every region falls back,
@@ -66,6 +67,7 @@ class Region:
     reason: str = ""                     # fallback/outside: why; fused: how it was found
     kernel_us: float | None = None       # modeled latency of the kernel
     eager_us: float | None = None        # modeled latency of the region's ops as eager kernels
+    measured: dict[str, float] | None = None   # on a GPU: kernel_us and eager_us, measured
     source: str = ""                     # cache | checkpoint | search | ""
     seconds: float = 0.0                 # what obtaining the kernel took
     advised: Any = None                  # prism.advice.Advised: the advice, what it did
@@ -77,6 +79,9 @@ class Region:
             out.update(kernel_us=round(self.kernel_us, 4), latency_kind="modeled",
                        eager_us=round(self.eager_us or 0.0, 4), eager_kind="modeled",
                        source=self.source)
+        if self.measured is not None:
+            out["measured"] = {**{k: round(v, 4) for k, v in self.measured.items()},
+                               "latency_kind": "measured"}
         if self.advised is not None:
             out["advice"] = self.advised.to_json()
         return out
@@ -289,6 +294,8 @@ class _Backend:
         region.status = "fused"
         if region.advised is not None:
             region.advised.outcome = f"fused ({region.source})"
+        if device_type == "cuda":
+            region.measured = _measured(found, sub, shapes, examples)
         return found
 
     def _kernel(self, sub: Any, shapes: list[tuple[int, ...]], dtype: str,
@@ -353,6 +360,20 @@ class _Backend:
             return self.options.cache_dir
         base = os.environ.get("PRISM_CACHE_DIR")
         return (Path(base) if base else Path.home() / ".cache" / "prism") / "compile"
+
+
+def _measured(module: Any, sub: Any, shapes: list[tuple[tuple[int, ...], Any]],
+              examples: Sequence[Any]) -> dict[str, float]:
+    """On a GPU: the region's kernel and its ops as torch runs them, timed on random inputs of
+    its shapes (`bench_cuda`: CUDA events, medians, L2 flushed before each call)."""
+    import torch
+
+    from prism.instantiate.triton_backend import bench_cuda
+    device = next(t.device for t in examples if isinstance(t, torch.Tensor))
+    xs = [torch.randn(s, dtype=dt, device=device) for s, dt in shapes]
+    with torch.no_grad():
+        return {"kernel_us": bench_cuda(lambda: module.run(*xs)),
+                "eager_us": bench_cuda(lambda: sub(*xs))}
 
 
 # the generated modules `prism::region_kernel` runs, by key, and their outputs' (shape, dtype)
