@@ -88,7 +88,8 @@ def first_call(model: torch.nn.Module, args: tuple[torch.Tensor, ...], cache: Pa
     if compiled is None:
         torch._dynamo.reset()        # Dynamo's per-code cache holds 8 graphs; each run is new
     started = time.perf_counter()
-    compiled = compiled or pc.compile(model, budget_s=BUDGET, cache_dir=cache, **options)
+    if compiled is None:
+        compiled = pc.compile(model, budget_s=BUDGET, cache_dir=cache, **options)
     with torch.no_grad():
         got = compiled(*args)
         seconds = time.perf_counter() - started
