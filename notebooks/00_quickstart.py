@@ -30,6 +30,7 @@ SEARCH = {"grid_dims": (1,), "max_block_ops": 4, "block_ops": ("matmul", "div", 
           "accumulators": ("nored", "red_ld_rms")}
 MAX_TRIALS = 4             # finalists that get Triton code and a measurement
 COMPILE_PTX = False        # True: also compile each finalist to sm_90 PTX (slower)
+SHOW_SOLUTIONS = False     # True: run the exercise's solution cell (make test does)
 
 # %% [markdown]
 # ## The big picture
@@ -273,6 +274,43 @@ print(f"fusion saves {saved:.2f} µs modeled; the launches saved are {launches_s
 # two, as in this run, its few thread blocks leave most of the GPU idle, and the launch it saves is
 # more than the whole gain. At realistic shapes the bytes dominate instead, and fusion has to win
 # on memory traffic. Notebook `01` does that accounting launch by launch.
+
+# %% [markdown]
+# ## Exercise: the speed-up without launches
+#
+# Suppose a launch cost nothing. What would the speed-up over eager be? Work it out from the
+# table above: take each program's launches out of its latency and divide what is left. Write it
+# as `speedup_without_launches`. The check asks the cost model itself: it re-costs both programs
+# on the same device with `launch_us` set to 0.
+
+# %%
+speedup_without_launches = None     # your answer: eager's rest ÷ the fused kernel's rest
+
+# %% jupyter={"source_hidden":true}
+if SHOW_SOLUTIONS:
+    rests = [total - launches * device.launch_us for _, launches, total in rows]
+    speedup_without_launches = rests[0] / rests[1]
+
+
+# %%
+import dataclasses
+
+from prism.cost import eager_us
+
+
+def check_speedup(speedup):
+    """Checked by the cost model itself, on a device whose launches are free."""
+    free = dataclasses.replace(device, launch_us=0.0)
+    model = eager_us(workload.graph, free) / modeled(best.graph, free).latency_us
+    assert abs(speedup - model) <= 1e-6 * model, f"{speedup:.4f}x, the cost model says {model:.4f}x"
+    return model
+
+
+if speedup_without_launches is None:
+    print("exercise: write speedup_without_launches above, or set SHOW_SOLUTIONS = True")
+else:
+    print(f"exercise passed: {speedup_without_launches:.3f}x without launches by hand, "
+          f"{check_speedup(speedup_without_launches):.3f}x by the cost model (modeled)")
 
 # %% [markdown]
 # ## The workbench, live

@@ -27,6 +27,7 @@ DEVICE = "h100"                          # the cost model's device
 COST_GRIDS = (8, 16, 32, 64, 128, 256)   # grid sizes to cost at the workload's default shapes
 COST_LOOP = 16
 SEED = 0
+SHOW_SOLUTIONS = False                   # True: run the exercise's solution cell (make test does)
 
 # %% [markdown]
 # ## 1. A kernel graph
@@ -127,6 +128,90 @@ for label, graph in ((f"unfused ({unfused.num_kernels} kernels)", unfused),
                      (f"fused (grid {GRID}, loop {LOOP})", fused)):
     err = max_rel_err(prism.interpret(graph, *arrays), expected)
     print(f"{label:<32} max relative error vs torch {err:.1e}")
+
+# %% [markdown]
+# ## 3a. The same kernel by hand, in numpy
+#
+# Nothing in a block graph is magic. Here is the fused kernel again as two plain Python loops in
+# float64 numpy: the outer loop is the grid (on a GPU its iterations run in parallel, one per
+# block), the inner loop is the block's loop over `d`. Each slice is what a map says: `X` is
+# replicated, so every block takes all its rows; the imap of `W` and the omap give each block its
+# own columns; the fmaps give each iteration its own slice of `d`. The two accumulators start at
+# zero before the inner loop, and the RMS is finished after it. The function also records, for
+# every element it reads or writes, which block and which iteration touched it.
+
+# %%
+import numpy as np
+
+
+def fused_by_hand(x_all, w_all, grid, loop):
+    """rms_norm(X) @ W computed block by block; also who touched each element: (block, iteration)."""
+    rows, d = x_all.shape
+    cols, step = w_all.shape[1] // grid, d // loop     # a block's columns; an iteration's slice of d
+    out = np.full((rows, w_all.shape[1]), np.nan)
+    touched = {"X": np.full((*x_all.shape, 2), -1), "W": np.full((*w_all.shape, 2), -1),
+               "out": np.full((*out.shape, 2), -1)}
+    for block in range(grid):                          # the grid: one pass per thread block
+        c = slice(block * cols, (block + 1) * cols)    # W's imap (1,) and the omap (1,)
+        xw = np.zeros((rows, cols))                    # the nored accumulator
+        squares = np.zeros((rows, 1))                  # red_ld_rms: the sum of squares so far
+        for i in range(loop):                          # the loop: one slice of d per iteration
+            s = slice(i * step, (i + 1) * step)        # X's fmap 1 and W's fmap 0
+            x, w = x_all[:, s], w_all[s, c]            # X's imap (-1,): every block reads all rows
+            xw += x @ w
+            squares += (x * x).sum(axis=1, keepdims=True)
+            touched["X"][:, s], touched["W"][s, c] = (-1, i), (block, i)   # X: every block
+        out[:, c] = xw / np.sqrt(squares / d)          # after the loop: rms, divide, store
+        touched["out"][:, c] = (block, loop)
+    return out, touched
+
+
+by_hand, touched = fused_by_hand(*arrays, GRID, LOOP)
+hand_vs_interpreter = max_rel_err([by_hand], prism.interpret(fused, *arrays))
+assert hand_vs_interpreter < 1e-12, hand_vs_interpreter      # the oracle: the interpreter
+print(f"numpy by hand vs prism.interpret: max relative error {hand_vs_interpreter:.1e}")
+
+# %% [markdown]
+# The picture colours every element by what touched it. The colour is the block, and the shade
+# is the loop iteration, lighter as the loop goes on. `X` is grey because every block reads all
+# of it; its shades are the slices of `d`. Each block reads one column strip of `W`, a slice of
+# rows per iteration, and writes the same columns of the output once, after its loop (full
+# colour).
+
+# %%
+from IPython.display import SVG
+
+HUES = (210, 30, 130, 280, 0, 60, 180, 330)            # one hue per block (8 before they repeat)
+
+
+def shade(block, i):
+    """Hue: the block (grey: every block); lightness: the iteration (after the loop: full)."""
+    light = 45 if i == LOOP else 30 + 50 * i / max(LOOP - 1, 1)
+    return f"hsl({HUES[block % len(HUES)]},{0 if block < 0 else 70}%,{light:.0f}%)"
+
+
+def tile_picture(who, px=3):
+    """An SVG strip of rectangles, one per run of equally touched elements in each row."""
+    parts, left = [], 0
+    for name, grid in who.items():
+        for r, row in enumerate(grid):
+            c = 0
+            while c < len(row):
+                end = c + 1
+                while end < len(row) and (row[end] == row[c]).all():
+                    end += 1
+                parts.append(f'<rect x="{left + c * px}" y="{16 + r * px}" width="{(end - c) * px}" '
+                             f'height="{px}" fill="{shade(*row[c])}"/>')
+                c = end
+        parts.append(f'<text x="{left}" y="12" font-size="11" font-family="sans-serif">{name} '
+                     f'{list(grid.shape[:2])}</text>')
+        left += grid.shape[1] * px + 24
+    height = 20 + max(g.shape[0] for g in who.values()) * px
+    return SVG(f'<svg xmlns="http://www.w3.org/2000/svg" width="{left}" height="{height}">'
+               + "".join(parts) + "</svg>")
+
+
+tile_picture(touched)
 
 # %% [markdown]
 # The same block graph at other grid sizes and loop ranges splits the work differently: more
@@ -261,6 +346,59 @@ for shapes in default.shape_sets:
     print(f"{label:<28} {block.grid[0].value:>5} {block.forloop_range.value:>5} "
           f"{eager_us(w.graph, device):>9.2f} {modeled(member, device).latency_us:>9.2f} "
           f"{roofline_us(w.graph, device):>11.2f}")
+
+# %% [markdown]
+# ## 5. Exercise: let the grid split `d`
+#
+# Our fused kernel splits `W` by columns. Another classic layout splits the shared dim `d` over
+# the grid instead: each block multiplies its own slice of `d` (of `X`'s columns and of `W`'s
+# rows) and writes a full-size partial product, and an omap of `(-1,)` sums the blocks' outputs.
+# One catch: the RMS needs *whole* rows, so the block loads `X` a second time, replicated, just for
+# the `red_ld_rms` accumulator. Dividing each partial product by the whole row's RMS before the
+# sum is fine, since dividing every part of a sum divides the sum.
+#
+# Build that kernel as `split_d` with `prism.Graph` and `prism.Block(grid=(GRID,),
+# forloop_range=LOOP)`, as in section 2. The check below runs it in the interpreter and compares
+# it with torch's answer (`expected`), and checks that `W`'s imap splits its rows and that the
+# omap sums. Set `SHOW_SOLUTIONS = True` in the parameters cell to run the solution instead.
+
+# %%
+split_d = None      # your kernel graph here
+
+# %% jupyter={"source_hidden":true}
+if SHOW_SOLUTIONS:
+    k = prism.Graph("split_d")
+    X = k.input("X", SHAPES["X"])
+    W = k.input("W", SHAPES["W"])
+    tb = prism.Block(grid=(GRID,), forloop_range=LOOP)
+    x_part = tb.input(X, imap=(1,), fmap=1)      # the grid splits d, and the loop splits it again
+    x_rows = tb.input(X, imap=(-1,), fmap=1)     # whole rows, for the RMS
+    w = tb.input(W, imap=(0,), fmap=0)           # the grid splits W's rows: the same slices of d
+    partial = tb.accum(tb.matmul(x_part, w), "nored")
+    tb.output(tb.div(partial, tb.accum(x_rows, "red_ld_rms")), omap=(-1,))   # blocks summed
+    (out,) = k.customized(tb)
+    k.output(out)
+    split_d = k.build()
+
+
+# %%
+def check_split_d(graph):
+    """The oracle is torch's float64 answer (`expected`), not another kernel of ours."""
+    ((kernel_op, block),) = graph.iter_blocks()
+    loads = [op.attr for op in block.ops if op.kind == "input"]
+    (store,) = (op.attr for op in block.ops if op.kind == "output")
+    w_imaps = {str(a["imap"]) for src, a in zip(kernel_op.inputs, loads, strict=True) if src == "W"}
+    assert w_imaps == {"(0)"}, f"W's imaps are {w_imaps}: the grid should split W's rows (d)"
+    assert str(store["omap"]) == "(-)", f"the omap {store['omap']} does not sum the blocks"
+    err = max_rel_err(prism.interpret(graph, *arrays), expected)
+    assert err < 1e-9, f"max relative error vs torch {err:.1e}"
+    return err
+
+
+if split_d is None:
+    print("exercise: write split_d above, or set SHOW_SOLUTIONS = True")
+else:
+    print(f"exercise passed: split_d, max relative error vs torch {check_split_d(split_d):.1e}")
 
 # %% [markdown]
 # ## What to remember

@@ -27,6 +27,7 @@ DEVICE = "h100"
 SEARCH = {"grid_dims": (1,), "max_block_ops": 4, "block_ops": ("matmul", "div", "rms_norm"),
           "accumulators": ("nored", "red_ld_rms"), "budget_s": 120}
 SEED = 0
+SHOW_SOLUTIONS = False                                  # True: run the exercise's solution
 
 # %% [markdown]
 # ## 1. Symbolic sizes
@@ -254,6 +255,44 @@ for cand in found.equivalent:
     member = "-" if cand.modeled_us is None else f"{cand.assignment}: {cand.modeled_us:.2f} µs"
     print(f"{cand.id:<10} {ops:<30} {maps[0]:>11} {maps[1]:>11} {io[2]['omap']!s:>5} "
           f"{','.join(sorted(cand.graph.free_vars())) or '-':>5}  {member}")
+
+# %% [markdown]
+# ## 9. Exercise: the first member that fails a limit
+#
+# Hold the loop range at `F = ASSIGNMENTS[0]["F"]` and make the grid finer, one candidate of
+# `gx` at a time (`variables(sgraph)[0].candidates()`). Which is the smallest `gx` whose member
+# fails a device limit? Find it with `state.at(...)` and write it as `first_failing_gx`. The
+# check works it out two other ways: by hand, since the `W` tile of a member is
+# `SHAPES["W"][1] // gx` columns wide and must be at least the device's smallest matmul tile;
+# and from section 4's list of feasible members, `assignments(sgraph)`.
+
+# %%
+first_failing_gx = None     # your answer: a grid size
+
+# %% jupyter={"source_hidden":true}
+if SHOW_SOLUTIONS:
+    first_failing_gx = next(gx for gx in sorted(variables(sgraph)[0].candidates())
+                            if not state.at({"gx": gx, "F": ASSIGNMENTS[0]["F"]}).feasible)
+
+
+# %%
+def check_first_failing_gx(gx):
+    """Oracles: the W tile's width by hand against the device's limit, and the feasible members
+    that instantiation lists."""
+    feasible = [env["gx"] for env in members if env["F"] == ASSIGNMENTS[0]["F"]]
+    smaller = [g for g in variables(sgraph)[0].candidates() if g < gx]
+    assert SHAPES["W"][1] // gx < device.min_matmul_tile, f"at gx={gx} the W tile is wide enough"
+    assert gx not in feasible, f"gx={gx} is a feasible member"
+    assert all(g in feasible for g in smaller), f"a smaller grid than {gx} already fails"
+    return SHAPES["W"][1] // gx
+
+
+if first_failing_gx is None:
+    print("exercise: write first_failing_gx above, or set SHOW_SOLUTIONS = True")
+else:
+    print(f"exercise passed: gx = {first_failing_gx} is the first to fail: its W tile is "
+          f"{check_first_failing_gx(first_failing_gx)} columns wide, under the "
+          f"{device.min_matmul_tile} a matmul needs")
 
 # %% [markdown]
 # ## What to remember

@@ -41,6 +41,7 @@ SEARCH = {"grid_dims": (1,), "max_block_ops": 4, "block_ops": ("matmul", "div", 
 SMALL_SMEM_BYTES = 1024        # a device too small for the fused kernel (section 3.3)
 FIRST_EVENTS = 16              # families shown from the top of the tree
 ABLATION_MAX_FAMILIES = 7000   # family budget of each search in the ablation (section 4)
+SHOW_SOLUTIONS = False         # True: run the exercise's solution cell (make test does)
 
 # %% [markdown]
 # ## 1. One search, traced
@@ -542,6 +543,41 @@ explorer.select.value = bounded[0].id
 print("families pruned per rule:", explorer.state.rule_counts())
 print("rows under the filter:", explorer.state.count(rule="cost_bound"))
 explorer
+
+# %% [markdown]
+# ## 6. Exercise: count the prunes from the trace
+#
+# The summary of section 1 counted the families each rule pruned. Count them yourself from the
+# trace: `tracer.events` holds one event per decision, and a prune is a
+# `prism.trace.FamilyPruned` with the rule's name in `.rule`. Write the counts as
+# `prunes_by_rule`, a dict from rule name to count (rules that pruned nothing left out). The
+# check compares it with the counters the search kept while it ran.
+
+# %%
+prunes_by_rule = None       # your answer: {rule: families pruned}
+
+# %% jupyter={"source_hidden":true}
+if SHOW_SOLUTIONS:
+    from collections import Counter
+
+    from prism.trace import FamilyPruned
+
+    prunes_by_rule = dict(Counter(e.rule for e in tracer.events if isinstance(e, FamilyPruned)))
+
+
+# %%
+def check_prunes(counts):
+    """The oracle: the search's own counters (`result.summary()`), kept apart from the trace."""
+    kept = {rule: n for rule, n in result.summary()["families"]["pruned"].items() if n}
+    assert counts == kept, f"{counts} ≠ the search's {kept}"
+    return sum(kept.values())
+
+
+if prunes_by_rule is None:
+    print("exercise: write prunes_by_rule above, or set SHOW_SOLUTIONS = True")
+else:
+    print(f"exercise passed: {check_prunes(prunes_by_rule)} prunes over {len(prunes_by_rule)} "
+          "rules, as the search counted them")
 
 # %% [markdown]
 # ## What to remember

@@ -24,6 +24,7 @@ MUTANT = "accumulator red_ld_rms → red_ld_mean"   # the wrong kernel section 6
 CHECK_AT = {"gx": 4, "F": 2}                # one member, to test the mutant at a real split
 MAX_ITERATIONS = 30
 SEED = 0
+SHOW_SOLUTIONS = False                      # True: run the exercise's solution cell (make test does)
 
 # %% [markdown]
 # ## 1. Programs as terms
@@ -83,6 +84,100 @@ tree(fused_term)
 # class with the original's. Nothing is ever deleted, so no rewrite can lead the search astray.
 # We stop when the two terms' classes meet.
 #
+# First a toy, to see the machinery: an e-graph for `(a*2)/2` and the one rewrite
+# `(x*2)/2 → x`. It needs three things:
+#
+# - **union-find**: every e-class is a number, and `parent` links merged classes; `find` follows
+#   the links to the class's representative, so merging two classes is one assignment;
+# - a **hashcons**: a table from each e-node, an op over its children's classes, to its class, so
+#   that the same node added twice is stored once (`add` looks there first);
+# - the rewrite: find every match first, then merge each match's class with the class of what
+#   it rewrites to.
+#
+# Terms are a leaf name or a tuple `(op, *operands)`.
+
+# %%
+class ToyEGraph:
+    """Union-find over e-class ids, a hashcons of e-nodes, and each class's nodes."""
+
+    def __init__(self):
+        self.parent = []         # union-find: a class id's parent; a representative is its own
+        self.hashcons = {}       # e-node (op, child classes) -> the class it was added to
+        self.nodes = {}          # representative -> its e-nodes
+
+    def find(self, c):
+        while self.parent[c] != c:
+            c = self.parent[c]
+        return c
+
+    def add(self, term):
+        op, args = (term, ()) if isinstance(term, str) else (term[0], term[1:])
+        node = (op, tuple(self.add(a) for a in args))
+        if node not in self.hashcons:                 # a new node gets a new class
+            self.parent.append(len(self.parent))
+            self.hashcons[node] = self.parent[-1]
+            self.nodes[self.parent[-1]] = [node]
+        return self.find(self.hashcons[node])
+
+    def union(self, a, b):
+        a, b = self.find(a), self.find(b)
+        if a != b:                                     # b's class joins a's; nothing is deleted
+            self.parent[b] = a
+            self.nodes[a] += self.nodes.pop(b)
+
+
+def cancel_times_two(eg):
+    """The rewrite (x*2)/2 → x wherever it matches; returns how many merges it made."""
+    two, matches = eg.add("2"), []
+    for c, nodes in eg.nodes.items():                 # find every match first ...
+        for op, kids in nodes:
+            if op == "div" and eg.find(kids[1]) == two:
+                for op2, kids2 in eg.nodes[eg.find(kids[0])]:
+                    if op2 == "mul" and eg.find(kids2[1]) == two:
+                        matches.append((c, kids2[0]))
+    merges = 0
+    for c, x in matches:                              # ... then merge
+        merges += eg.find(c) != eg.find(x)
+        eg.union(c, x)
+    return merges
+
+
+toy = ToyEGraph()
+expr, a_class = toy.add(("div", ("mul", "a", "2"), "2")), toy.add("a")
+print(f"before: {sum(map(len, toy.nodes.values()))} e-nodes in {len(toy.nodes)} e-classes; "
+      f"(a*2)/2 and a in one class: {toy.find(expr) == toy.find(a_class)}")
+print(f"the rewrite merged {cancel_times_two(toy)} pair(s) of classes")
+toy_verdict = toy.find(expr) == toy.find(a_class)
+print(f"after:  {sum(map(len, toy.nodes.values()))} e-nodes in {len(toy.nodes)} e-classes; "
+      f"(a*2)/2 and a in one class: {toy_verdict}")
+for c, nodes in toy.nodes.items():
+    print(f"  class {c}: " + ", ".join(f"{op}({', '.join(f'class {toy.find(k)}' for k in kids)})"
+                                       if kids else op for op, kids in nodes))
+
+# %% [markdown]
+# After the merge, class of `a` holds two e-nodes, the leaf `a` and the division, and the
+# product `a*2` is still there: the e-graph has *added* an equality, not replaced a term. A real
+# e-graph does more (after a merge it restores *congruence*: two nodes with the same op over
+# equal classes must share a class, which the toy skips because one rewrite at the root never
+# breaks it), but it concludes the same. Prism's `EGraph`, given the same rewrite as a `Rule`:
+
+# %%
+from prism.expr import EGraph
+from prism.expr.rules import Rule
+from prism.expr.terms import parse
+
+engine = EGraph()
+top, leaf = engine.add(parse("(div (mul a 2) 2)")), engine.add(parse("a"))
+print(engine.run([Rule("times-two-cancels", "(div (mul ?x 2) 2)", "?x")]))
+engine_verdict = engine.find(top) == engine.find(leaf)
+same = (toy_verdict, sum(map(len, toy.nodes.values())), len(toy.nodes)) == \
+    (engine_verdict, engine.num_nodes, engine.num_classes)
+assert same, "the toy and the engine disagree"      # the oracle: the engine's e-graph
+print(f"engine: (a*2)/2 and a in one class: {engine_verdict}; the toy agrees: {same}")
+
+# %% [markdown]
+# Now the real thing, on the two programs.
+#
 # `EGraph.run(..., iter_limit=1)` runs one round of matching and merging and returns a report.
 # The table shows each round: the e-graph's size, and the axioms whose rewrites merged two classes
 # (with how many merges each). Watch the order. The axioms that undo the loop
@@ -91,7 +186,6 @@ tree(fused_term)
 # `comb-part`, which undoes the output's concatenation, fires last, and the terms meet.
 
 # %%
-from prism.expr import EGraph
 from prism.expr.axioms import AXIOMS, AXIOMS_BY_NAME, rules
 from prism.expr.tensor_terms import TensorAnalysis
 
@@ -406,6 +500,49 @@ if folder is not None:
                       check=lambda t, g, table: verify(t, g, table=table).verdict ==
                       "equivalent")
     print(report.text())
+
+# %% [markdown]
+# ## 9. Exercise: predict z3's counterexample
+#
+# The toy rewrite `(x*2)/2 → x` is sound. Its generalisation `(x*y)/y → x` is not, and z3 will
+# say so. Before asking it, predict: over the real numbers, at which value of `y` does
+# `(x*y)/y = x` fail? Write it as `y_counter`. The check asks z3 for a counterexample (with
+# `x` and `y` real), compares z3's `y` with yours, asks z3 whether any counterexample has another
+# `y`, and evaluates both sides in float64 numpy at your `y`.
+
+# %%
+y_counter = None     # your prediction: a number
+
+# %% jupyter={"source_hidden":true}
+if SHOW_SOLUTIONS:
+    y_counter = 0.0   # x/y is defined for every y but 0; z3 leaves x/0 unconstrained
+
+
+# %%
+import numpy as np
+import z3
+
+
+def check_y_counter(y_value):
+    """The oracles: z3 over the reals, and float64 numpy."""
+    x, y = z3.Reals("x y")
+    solver = z3.Solver()
+    solver.add((x * y) / y != x)
+    assert solver.check() == z3.sat, "z3 found no counterexample at all"
+    z3_y = solver.model()[y].as_fraction()
+    solver.add(y != z3.RealVal(str(y_value)))
+    assert solver.check() == z3.unsat, f"z3 finds a counterexample with y ≠ {y_value}"
+    with np.errstate(all="ignore"):
+        xs = np.array([1.5, -3.0, 7.25])
+        assert not np.array_equal(xs * y_value / y_value, xs), f"float64 agrees at y = {y_value}"
+    return z3_y
+
+
+if y_counter is None:
+    print("exercise: write y_counter above, or set SHOW_SOLUTIONS = True")
+else:
+    print(f"exercise passed: y = {y_counter}; z3's counterexample has y = "
+          f"{check_y_counter(y_counter)}, and no other y has one")
 
 # %% [markdown]
 # ## What to remember

@@ -23,6 +23,7 @@ OTHER = {"gx": 2, "F": 4}       # a second member, to compare its code with the 
 DEVICE = "h100"                 # the cost model's device
 TARGET = ("cuda", 90, 32)       # the PTX target: CUDA, compute capability 9.0 (Hopper), warp 32
 SEED = 0
+SHOW_SOLUTIONS = False          # True: run the exercise's solution cell (make test does)
 
 # %% [markdown]
 # ## 1. The verified sGraph and its members
@@ -275,6 +276,55 @@ for env, prog, result in zip((MEMBER, OTHER), (program, other_program), compiled
 # %%
 print("PTX of the first member, the first lines:")
 print("\n".join(triton_backend.strip_locations(compiled[0][0].ptx).splitlines()[:16]))
+
+# %% [markdown]
+# ## 7. Exercise: repair a broken mask
+#
+# Below, one line of the generated module has been broken: the load of `X` now masks out half of
+# its rows. Run it, and the NaNs say something is wrong. Find the line, and write the repaired
+# module as `repaired_source` (a string: `broken_source` with the mask fixed). The check loads
+# it, runs it on the same fp16 inputs with its output poisoned, and compares it with the float64
+# interpreter and with torch.
+
+# %%
+rows = SHAPES["X"][0]
+source_lines = program.source.splitlines()
+at = next(i for i, line in enumerate(source_lines) if "tl.load(X_ptr" in line)
+source_lines[at] = source_lines[at].replace(f"< {rows})", f"< {rows // 2})")
+broken_source = "\n".join(source_lines) + "\n"
+mask_module = triton_backend.load(broken_source, folder / "rmsnorm_matmul_mask.py")
+poison(mask_module)
+with np.errstate(all="ignore"):
+    masked_out = mask_module.run(*tensors).double().cpu().numpy()
+print(f"broken module: {int(np.isnan(masked_out).sum())} NaN elements of {masked_out.size}")
+
+repaired_source = None      # your repaired module source
+
+# %% jupyter={"source_hidden":true}
+if SHOW_SOLUTIONS:
+    repaired_source = broken_source.replace(f"< {rows // 2})", f"< {rows})")
+
+
+# %%
+def check_repaired(source):
+    """Oracles: the float64 interpreter of the same member, and torch, on the same inputs."""
+    repaired = triton_backend.load(source, folder / "rmsnorm_matmul_repaired.py")
+    poison(repaired)
+    with np.errstate(all="ignore"):
+        result = repaired.run(*tensors).double().cpu().numpy()
+    assert not np.isnan(result).any(), f"{int(np.isnan(result).sum())} NaN elements"
+    errors = (rel_err(result, prism.interpret(member, *exact)[0]),
+              rel_err(result, workload.reference(*exact)[0]))
+    assert max(errors) <= TOLERANCE, f"relative errors {errors} above {TOLERANCE}"
+    return errors
+
+
+if repaired_source is None:
+    print("exercise: write repaired_source above, or set SHOW_SOLUTIONS = True")
+else:
+    vs_interpreter, vs_torch = check_repaired(repaired_source)
+    print(f"exercise passed: the repaired kernel's relative error {vs_interpreter:.1e} vs the "
+          f"float64 interpreter, {vs_torch:.1e} vs torch")
 
 # %% [markdown]
 # ## What to remember

@@ -33,6 +33,7 @@ BUDGET_S = 60
 MAX_TRIALS = 4             # finalists: the best distinct kernels by the model
 COMPILE_PTX = False        # True: also compile each finalist to sm_90 PTX (slower)
 SHOW = 6                   # rows of the ranking to print from the top
+SHOW_SOLUTIONS = False     # True: run the exercise's solution cell (make test does)
 
 # %% [markdown]
 # ## 1. The roofline: the bound no kernel beats
@@ -369,6 +370,42 @@ if torch.cuda.is_available():
 else:
     print("No GPU: torch.cuda.is_available() is False in this kernel, so no measurement was "
           "made. Every latency in this notebook is modeled or interpreted; none is measured.")
+
+# %% [markdown]
+# ## 9. Exercise: a roofline by hand
+#
+# Section 1's roofline was at the paper's shapes. Work it out by hand at the search's small
+# shapes, `SEARCH_SHAPES`, on the A100 (`TABLE["a100"]`): the bytes of `X` and `W` read once and
+# of the output written once (`BYTES_PER_ELEMENT` each), the FLOPs of the matmul (2 per
+# multiply-add; the RMS adds a few more, too few to matter here), then the larger of the two
+# times plus one launch. Write it as `my_roofline_us`. The check compares it with the engine's
+# `roofline_us`.
+
+# %%
+my_roofline_us = None       # your answer, in µs
+
+# %% jupyter={"source_hidden":true}
+if SHOW_SOLUTIONS:
+    (n, d), (_, m) = SEARCH_SHAPES["X"], SEARCH_SHAPES["W"]
+    a100 = TABLE["a100"]
+    traffic = BYTES_PER_ELEMENT * (n * d + d * m + n * m)
+    my_roofline_us = max(traffic / (a100.mem_bw_gbps * 1e3),
+                         2 * n * d * m / (a100.fp16_tflops * 1e6)) + a100.launch_us
+
+
+# %%
+def check_roofline(latency_us):
+    """The oracle: the engine's roofline_us on the program at those shapes."""
+    engine = roofline_us(small.graph, TABLE["a100"])
+    assert abs(latency_us - engine) <= 1e-3, f"{latency_us:.4f} µs, the engine says {engine:.4f}"
+    return engine
+
+
+if my_roofline_us is None:
+    print("exercise: write my_roofline_us above, or set SHOW_SOLUTIONS = True")
+else:
+    print(f"exercise passed: {my_roofline_us:.4f} µs by hand, {check_roofline(my_roofline_us):.4f} "
+          "µs by roofline_us (modeled)")
 
 # %% [markdown]
 # ## What to remember

@@ -28,6 +28,7 @@ SEARCH = {"grid_dims": (1,), "max_block_ops": 4, "block_ops": ("matmul", "div", 
           "max_kernel_ops": 2, "budget_s": 120}
 RULE = "rms_needs_whole_rows"   # the name our rule is counted, traced and audited under
 SEED = 0
+SHOW_SOLUTIONS = False          # True: run the exercise's solution cell (make test does)
 
 # %% [markdown]
 # ## 1. The kernel to protect
@@ -366,7 +367,55 @@ for name, found, checked in (("plain", plain, None), ("first rule", with_rule, r
 # might be. The audit finds the error before it costs a kernel, which is why every built-in rule
 # is audited in the tests (`tests/search/test_audit.py`), and why `prism search --audit-rule
 # NAME` exists.
+
+# %% [markdown]
+# ## 7. Exercise: a rule of your own, audited
 #
+# The fix above prunes the block op `rms_norm` only inside the loop. Go further: whenever a
+# block op `rms_norm` gives the right answer, its tile holds whole rows, and `red_ld_rms` with a
+# `div` after the loop computes the same, which the search also builds. So write `my_rule(ctx,
+# family)`: it prunes every block-level family whose new op is `rms_norm`, inside the loop *or
+# after it*, with the claim that is true of every member (`no_equivalent` or `not_better`;
+# section 6 tells them apart). The check plugs it into the search as `MY_RULE` and runs the
+# engine's audit on it: the audit must find it sound, it must prune something, and at least one
+# program under its prunes must be proved equivalent, so that "sound" was tested on real
+# programs.
+
+# %%
+MY_RULE = "rms_norm_never_needed"
+my_rule = None       # your rule: a function (ctx, family) -> Pruned or None
+
+# %% jupyter={"source_hidden":true}
+if SHOW_SOLUTIONS:
+    def my_rule(ctx, family):
+        """Prune the block op rms_norm anywhere: red_ld_rms and a div after the loop do as well."""
+        if family.level != "block" or family.kind != "rms_norm":
+            return None
+        tile = family.block.tensors[family.operands[0]]
+        return Pruned(MY_RULE, f"rms_norm({tile.name}): red_ld_rms and a div after the loop do "
+                      "the same where it is right", {"claim": "not_better", "tensor": tile.name})
+
+
+# %%
+def check_my_rule(rule):
+    """The oracle: the engine's audit, which explores, proves and costs what the rule pruned."""
+    config = SearchConfig(**SEARCH, device=device, rules=((MY_RULE, rule),))
+    verdict = audit(workload.graph, MY_RULE, config)
+    assert verdict.pruned > 0, "the rule pruned nothing"
+    assert verdict.equivalent > 0, "nothing under its prunes was proved equivalent"
+    assert verdict.sound, (f"unsound: {len(verdict.wrong)} wrongly pruned, e.g. "
+                           f"{verdict.wrong[0]['candidate']}: {verdict.wrong[0]['finding']}")
+    return verdict
+
+
+if my_rule is None:
+    print("exercise: write my_rule above, or set SHOW_SOLUTIONS = True")
+else:
+    mine = check_my_rule(my_rule)
+    print(f"exercise passed: audit of {MY_RULE}: {mine.pruned} prunes, {mine.checked} checked, "
+          f"{mine.equivalent} proved equivalent; sound: {mine.sound}")
+
+# %% [markdown]
 # ## What to remember
 #
 # - A wrong pruning rule fails silently. The search still finishes and still returns a proved

@@ -20,11 +20,11 @@
 SHAPES = {"X": (8, 64), "W": (64, 64), "H": (8, 64)}   # small: searched and checked in seconds
 DEVICE = "h100"            # the cost model's device: h100, h200 or a100
 BUDGET_S = 60              # seconds for search + tuning
-SEARCH = {"grid_dims": (1,), "max_block_ops": 4, "block_ops": ("matmul", "gelu", "add"),
-          "accumulators": ("nored",)}
+SEARCH = {"grid_dims": (1,), "max_block_ops": 4, "accumulators": ("nored",)}   # block_ops: section 3
 MAX_TRIALS = 2             # finalists that get Triton code
 COMPILE_PTX = True         # also compile the finalists for sm_90 (Hopper) PTX, without a GPU
 SEED = 0
+SHOW_SOLUTIONS = False     # True: run the exercise's solution cell (make test does)
 
 # %% [markdown]
 # ## 1. Write it as a workload
@@ -72,12 +72,52 @@ err = max_rel_err(prism.interpret(graph, *arrays), gelu_residual.reference(*arra
 print(f"traced graph vs your torch function (float64): max relative error {err:.1e}")
 
 # %% [markdown]
-# ## 3. Optimize it
+# ## 3. Exercise: the block vocabulary from the trace
+#
+# The search below is kept to seconds by caps, and the tightest cap is the *vocabulary*: which
+# ops a block may use (`block_ops`). A fused kernel of your program needs the ops your program
+# uses, so derive them from the traced graph: the `kind` of every op in `graph.ops` except the
+# graph's `input` and `output` nodes, each once, in the order they first appear. Write the tuple
+# as `block_ops`; the search below uses it, so when you replace the function with your own, the
+# search follows. The check compares it with the vocabulary the engine picks by itself for a
+# real run (`prism.pipeline.search_config_for`), which adds `div` and `mul` to your program's
+# ops. Without an answer, the search gets the engine's whole vocabulary, which takes longer.
+
+# %%
+block_ops = None        # your answer: a tuple of op names
+
+# %% jupyter={"source_hidden":true}
+if SHOW_SOLUTIONS:
+    block_ops = tuple(dict.fromkeys(op.kind for op in graph.ops
+                                    if op.kind not in ("input", "output")))
+
+
+# %%
+from prism.pipeline import search_config_for
+
+
+def check_block_ops(ops):
+    """The oracle: the vocabulary the engine derives from the graph for a real run."""
+    engine = set(search_config_for(graph, budget_s=BUDGET_S).block_ops)
+    assert len(set(ops)) == len(ops), f"{ops} names an op twice"
+    assert set(ops) <= engine and set(ops) | {"div", "mul"} == engine, \
+        f"{sorted(ops)}: the engine's vocabulary is {sorted(engine)} (with div and mul)"
+    return sorted(engine)
+
+
+if block_ops is None:
+    print("exercise: write block_ops above, or set SHOW_SOLUTIONS = True")
+else:
+    print(f"exercise passed: block_ops {block_ops}; the engine's own vocabulary "
+          f"{check_block_ops(block_ops)}")
+
+# %% [markdown]
+# ## 4. Optimize it
 #
 # One call does the whole pipeline, as in notebook `00`: search, prove, tune, check, and with
-# `out=` write the files. The search caps in the parameters cell keep this to seconds. By
-# default the block vocabulary is the operators your program uses plus `div` and `mul`, at
-# Prism's full caps, which is the setting for a real run.
+# `out=` write the files. The search caps in the parameters cell and your `block_ops` keep this
+# to seconds. By default the block vocabulary is the operators your program uses plus `div` and
+# `mul`, at Prism's full caps, which is the setting for a real run.
 
 # %%
 import tempfile
@@ -89,7 +129,8 @@ from prism.search import SearchConfig
 
 out = Path(tempfile.mkdtemp(prefix="prism-08-")) / "gelu_residual"   # nothing goes in the repo
 result = prism.superoptimize(gelu_residual, device=DEVICE, measure="model", budget_s=BUDGET_S,
-                             search_config=SearchConfig(budget_s=BUDGET_S, **SEARCH),
+                             search_config=SearchConfig(budget_s=BUDGET_S, **SEARCH, **(
+                                 {"block_ops": block_ops} if block_ops else {})),
                              max_trials=MAX_TRIALS, compile_ptx=COMPILE_PTX, out=out)
 for what, latency, kind in result_rows(best_summary(result)):
     print(f"{what:<40} {latency:>8.2f} µs  {kind}")
@@ -123,7 +164,7 @@ else:
 best.graph
 
 # %% [markdown]
-# ## 4. What was written
+# ## 5. What was written
 #
 # `out=` wrote five files: the kernel module, its PTX for Hopper GPUs (compiled here without a
 # GPU), the run's trace of every event, a static HTML report, and the result as JSON. From a
@@ -161,7 +202,7 @@ print("...")
 print("\n".join(source[next(i for i, line in enumerate(source) if line.startswith("def run(")):]))
 
 # %% [markdown]
-# ## 5. Use the kernel
+# ## 6. Use the kernel
 #
 # Import the file as any module and call `run` with fp16 tensors. On a GPU they are CUDA
 # tensors, and Triton compiles the kernel for it. Without one, Prism set `TRITON_INTERPRET=1`
@@ -199,7 +240,7 @@ except ValueError as e:
     print(f"{type(e).__name__}: {e}")
 
 # %% [markdown]
-# ## 6. When Prism cannot take your program
+# ## 7. When Prism cannot take your program
 #
 # Every mistake Prism can diagnose is a `PrismError` whose message says what is wrong and what
 # to do. These three come up most often: an operator outside the vocabulary, shapes that do not
@@ -233,7 +274,7 @@ for what, attempt in attempts.items():
         print(f"{what}:\n  {type(e).__name__}: {e}")
 
 # %% [markdown]
-# ## 7. What you can write
+# ## 8. What you can write
 #
 # Prism's vocabulary is its op table (`prism.ir.ops.OPS`): every op below can be fused into a
 # custom kernel or run as a pre-defined kernel op, and each has axioms proved by z3, a Triton

@@ -5,6 +5,10 @@ writes the checked-in `.ipynb`), executed top to bottom by nbclient in a fresh `
 whose working folder is `notebooks/`, and timed. A notebook runs once per session, however many
 tests look at it.
 
+Every notebook's parameters cell has `SHOW_SOLUTIONS = False`, for the reader; the run sets it
+to `True` in an injected cell after the parameters cell, so each exercise's check cell runs on its
+solution.
+
 A notebook's *oracle cell* is `oracles/NN_name.py`, when there is one. It is appended to the
 in-memory notebook (never to the files), runs after every notebook cell in the same kernel, and
 prints one JSON line after `ORACLE_MARK`. It recomputes what the notebook printed by another
@@ -77,9 +81,19 @@ class Executed:
         raise AssertionError(f"the oracle cell printed nothing; errors: {self.errors}")
 
 
+def inject_parameters(nb: nbformat.NotebookNode, **values: Any) -> None:
+    """Add a cell that sets `values` right after the cell tagged `parameters`, as papermill does
+    (tagged `injected-parameters`), so that they override the notebook's defaults."""
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", ()))
+    source = "\n".join(f"{name} = {value!r}" for name, value in values.items())
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(
+        source, metadata={"tags": ["injected-parameters"]}, id="injected-parameters"))
+
+
 def execute(stem: str, oracle: str = "") -> Executed:
     build = _load_build()
     nb = build.read_percent((NOTEBOOKS / f"{stem}.py").read_text())
+    inject_parameters(nb, SHOW_SOLUTIONS=True)     # the exercises' checks run on the solutions
     cells = len(nb.cells)
     if oracle:
         nb.cells.append(nbformat.v4.new_code_cell(oracle))

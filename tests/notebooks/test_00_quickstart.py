@@ -128,3 +128,14 @@ def test_00_the_launch_table_matches_a_count_by_hand(run):
         oracle["fused_launches"] * launch + oracle["fused_rest"])
     assert f"{by_hand:.2f}" == f"{printed:.2f}" and round(by_hand) == 2
     assert oracle["fused_rest"] > oracle["eager_rest"] and launches_saved > saved
+
+
+@pytest.mark.slow
+def test_00_the_exercise_s_check_passes_the_solution_and_rejects_wrong_answers(run):
+    # the check cell's oracle: the cost model re-costs both programs with free launches
+    done = run(STEM)
+    line = (r"^exercise passed: ([0-9.]+)x without launches by hand, "
+            r"\1x by the cost model \(modeled\)$")
+    assert re.search(line, done.text, re.M), done.text[-2000:]
+    rejects = done.oracle["exercise_rejects"]
+    assert rejects and all(rejects), rejects

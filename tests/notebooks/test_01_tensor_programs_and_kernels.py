@@ -69,3 +69,25 @@ def test_01_the_grid_sweep_marks_the_members_the_hardware_rule_rejects(run):
         # is at least the device's smallest matmul tile wide (REFERENCE §1.7)
         assert (mark == "fits") == (int(width) >= int(least[1])), (width, mark)
     assert {r[5] == "fits" for r in rows} == {True, False}    # the sweep shows both
+
+
+@pytest.mark.slow
+def test_01_the_numpy_loop_by_hand_is_the_interpreter_s_kernel(run):
+    done = run(STEM)
+    oracle = done.oracle
+    printed = re.search(r"^numpy by hand vs prism.interpret: max relative error ([0-9.e+-]+)$",
+                        done.text, re.M)
+    assert printed and float(printed[1]) < 1e-12
+    assert oracle["hand_vs_torch"] < 1e-9          # other inputs, against torch
+    # the picture's record of who touched what is the block graph's tiling
+    assert oracle["touch"] == {"W": True, "X": True, "out": True}
+
+
+@pytest.mark.slow
+def test_01_the_exercise_s_check_passes_the_solution_and_rejects_a_wrong_kernel(run):
+    done = run(STEM)
+    passed = re.search(r"^exercise passed: split_d, max relative error vs torch ([0-9.e+-]+)$",
+                       done.text, re.M)
+    assert passed and float(passed[1]) < 1e-9
+    assert done.oracle["split_d_vs_torch"] < 1e-9   # the solution, on the oracle's inputs
+    assert done.oracle["check_rejects_wrong_split_d"] is True

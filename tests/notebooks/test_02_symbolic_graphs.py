@@ -39,3 +39,16 @@ def test_02_prints_the_tile_shapes_substitute_graph_gives(run):
     assert len(members) == oracle["members"]
     assert all(float(err) < 1e-9 for _, err in members)
     assert all(ast.literal_eval(env) for env, _ in members)
+
+
+@pytest.mark.slow
+def test_02_the_exercise_s_check_passes_the_solution_and_rejects_wrong_answers(run):
+    # the check cell's oracle: the W tile's width by hand and `within_limits`
+    done = run(STEM)
+    line = (r"^exercise passed: gx = (\d+) is the first to fail: "
+            r"its W tile is (\d+) columns wide, under the (\d+) a matmul needs$")
+    passed = re.search(line, done.text, re.M)
+    assert passed, done.text[-2000:]
+    assert int(passed[2]) < int(passed[3]) <= 2 * int(passed[2])   # half the gx would fit
+    rejects = done.oracle["exercise_rejects"]
+    assert rejects and all(rejects), rejects

@@ -228,3 +228,14 @@ def test_03_the_prose_on_dead_end_output_switched_off_still_holds(run):
     assert [int(n) for n, _, _, _ in shown] == [len(missing)]
     assert shown[0][2] == shown[0][3]
     assert f"the target's output has the shape {shown[0][3]}" in done.text
+
+
+@pytest.mark.slow
+def test_03_the_exercise_s_check_passes_the_solution_and_rejects_wrong_answers(run):
+    # the check cell's oracle: the search's own counters
+    done = run(STEM)
+    line = (r"^exercise passed: ([1-9]\d*) prunes over (\d+) rules, as the"
+            r" search counted them$")
+    assert re.search(line, done.text, re.M), done.text[-2000:]
+    rejects = done.oracle["exercise_rejects"]
+    assert rejects and all(rejects), rejects

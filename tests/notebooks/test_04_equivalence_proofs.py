@@ -149,3 +149,25 @@ def test_04_two_kernels_are_proven_by_regrouping_and_the_gap_names_what_is_missi
     assert re.search(r"^  new  red-of-red-regroup-as-red: \(red \(part \(red \(part \(comb \?t "
                      r"\?d \?g\) \?d \?f\) \?f\) \?d \?k\) \?k\) = \(red \?t \?g\) if "
                      r"axis_product\(\?g, \?f, \?k\); makes provable: gqa_bs1\[1\]$", text, re.M)
+
+
+@pytest.mark.slow
+def test_04_the_toy_e_graph_concludes_what_the_engine_s_e_graph_does(run):
+    done = run(STEM)
+    assert re.search(r"^before: 4 e-nodes in 4 e-classes; \(a\*2\)/2 and a in one class: False$",
+                     done.text, re.M)
+    assert re.search(r"^after:  4 e-nodes in 3 e-classes; \(a\*2\)/2 and a in one class: True$",
+                     done.text, re.M)
+    assert re.search(r"^engine: \(a\*2\)/2 and a in one class: True; the toy agrees: True$",
+                     done.text, re.M)
+    # where the rewrite does not match, (a*3)/2, neither e-graph merges anything
+    assert done.oracle["toy_times_three"] == [0, False]
+    assert done.oracle["engine_times_three"] is False
+
+
+@pytest.mark.slow
+def test_04_the_exercise_s_check_passes_z3_s_answer_and_rejects_others(run):
+    done = run(STEM)
+    assert re.search(r"^exercise passed: y = 0\.0; z3's counterexample has y = 0, and no other y "
+                     r"has one$", done.text, re.M)
+    assert done.oracle["check_rejects"] == [1.0, 2.0, -1.0]

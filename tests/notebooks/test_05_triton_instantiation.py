@@ -92,3 +92,16 @@ def test_05_the_ptx_is_for_hopper_with_our_kernel_and_tensor_cores(run):
     mma = [int(n) for n in re.findall(r"^  tensor-core instructions: mma\.\S+ \(×(\d+)\)$",
                                       done.text, re.M)]
     assert mma == oracle["mma"] and all(n > 0 for n in mma)
+
+
+@pytest.mark.slow
+def test_05_the_exercise_s_check_passes_the_solution_and_rejects_wrong_answers(run):
+    # the check cell's oracle: the float64 interpreter and torch
+    done = run(STEM)
+    line = (r"^exercise passed: the repaired kernel's relative error ([0-9.e+-]+) "
+            r"vs the float64 interpreter, ([0-9.e+-]+) vs torch$")
+    passed = re.search(line, done.text, re.M)
+    assert passed, done.text[-2000:]
+    assert max(float(passed[1]), float(passed[2])) <= TOLERANCE
+    rejects = done.oracle["exercise_rejects"]
+    assert rejects and all(rejects), rejects

@@ -149,3 +149,14 @@ def test_06_measures_only_on_a_gpu(run):
     else:
         assert "no measurement was made" in done.text
         assert not re.search(r"measured µs|µs measured", done.text)
+
+
+@pytest.mark.slow
+def test_06_the_exercise_s_check_passes_the_solution_and_rejects_wrong_answers(run):
+    # the check cell's oracle: the engine's `roofline_us`
+    done = run(STEM)
+    line = (r"^exercise passed: ([0-9.]+) µs by hand, \1 µs by roofline_us"
+            r" \(modeled\)$")
+    assert re.search(line, done.text, re.M), done.text[-2000:]
+    rejects = done.oracle["exercise_rejects"]
+    assert rejects and all(rejects), rejects

@@ -116,3 +116,12 @@ def test_07_the_audits_judge_each_version_of_the_rule(run):
                             r"\d+\s+\d+\s+[0-9.]+\s+(-|sound|unsound)$", done.text, re.M))
     assert table == {"plain": "-", "first rule": "unsound", "rms_norm only": "unsound",
                      "rms_norm, not_better": "sound"}
+
+
+@pytest.mark.slow
+def test_07_the_reader_s_rule_is_audited_sound_and_the_check_rejects_a_false_claim(run):
+    done = run(STEM)
+    passed = re.search(r"^exercise passed: audit of rms_norm_never_needed: (\d+) prunes, (\d+) "
+                       r"checked, (\d+) proved equivalent; sound: True$", done.text, re.M)
+    assert passed and int(passed[1]) > 0 and int(passed[3]) > 0
+    assert done.oracle["exercise_rejects_no_equivalent"] is True

@@ -101,3 +101,14 @@ def test_08_the_table_of_what_you_can_write_is_the_op_table(run):
     rows = dict(re.findall(r"^(\w+)\s+kernel or block\s+\S+\s+(.+)$", done.text, re.M))
     assert set(rows) == {n for n, od in OPS.items() if od.compute}
     assert all(rows[n] == OPS[n].doc for n in rows)
+
+
+@pytest.mark.slow
+def test_08_the_exercise_s_check_passes_the_solution_and_rejects_wrong_answers(run):
+    # the check cell's oracle: the engine's own vocabulary (`search_config_for`)
+    done = run(STEM)
+    line = (r"^exercise passed: block_ops \('matmul', 'gelu', 'add'\); the"
+            r" engine's own vocabulary \['add', 'div', 'gelu', 'matmul', 'mul'\]$")
+    assert re.search(line, done.text, re.M), done.text[-2000:]
+    rejects = done.oracle["exercise_rejects"]
+    assert rejects and all(rejects), rejects

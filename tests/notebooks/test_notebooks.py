@@ -8,6 +8,8 @@ percent text; the `.ipynb` files' oracle is `build.py`'s output.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 STEMS = ("00_quickstart", "01_tensor_programs_and_kernels", "02_symbolic_graphs",
@@ -67,6 +69,22 @@ def test_the_first_code_cell_is_the_tagged_parameters_cell(build, stem):
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
 
 
+@pytest.mark.parametrize("stem", STEMS)
+def test_each_notebook_has_an_exercise_with_a_hidden_solution_and_a_check(build, stem):
+    # The reader's default is no solutions; conftest injects SHOW_SOLUTIONS = True for the run.
+    code = [c for c in build.read_percent((build.HERE / f"{stem}.py").read_text()).cells
+            if c.cell_type == "code"]
+    assert "SHOW_SOLUTIONS = False" in code[0].source
+    solutions = [i for i, c in enumerate(code) if c.source.startswith("if SHOW_SOLUTIONS:")]
+    assert solutions, f"{stem} has no solution cell"
+    for i in solutions:
+        assert code[i].metadata.get("jupyter") == {"source_hidden": True}
+        answer = code[i - 1].source.splitlines()[-1].split(" = ")[0]   # the reader's cell
+        assert code[i - 1].source.splitlines()[-1].startswith(f"{answer} = None")
+        check = code[i + 1].source
+        assert f"if {answer} is None:" in check and "exercise passed: " in check
+
+
 # -- headless runs ------------------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -75,6 +93,7 @@ def test_the_notebook_runs_headless_top_to_bottom_in_under_two_minutes(run, stem
     done = run(stem)
     assert not done.errors, "\n\n".join(done.errors)
     assert all(c.execution_count for c in done.code_cells), "a cell was not executed"
+    assert re.search(r"^exercise passed: ", done.text, re.M), "no exercise's check passed"
     record_property("seconds", round(done.seconds, 1))
     print(f"{stem}: {done.seconds:.1f} s")
     assert done.seconds < MAX_SECONDS

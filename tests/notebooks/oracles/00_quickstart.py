@@ -65,7 +65,19 @@ for out_op in _bg.output_ops:
 _fused_rest = ((_us(_hbm, _device.mem_bw_gbps) + _us(_l2, _device.l2_bw_gbps))
                / min(1, _blocks / _device.sm_count))
 
+def _rejects(check, answer):
+    """Whether the exercise's check cell rejects `answer` (a wrong one, here)."""
+    try:
+        check(answer)
+    except AssertionError:
+        return True
+    return False
+
+
+_exercise_rejects = [*(_rejects(check_speedup, speedup_without_launches * f) for f in (1.01, 0.99)),
+                     _rejects(check_speedup, result.eager_us / best.modeled_us)]
 print("ORACLE " + json.dumps({
+    "exercise_rejects": _exercise_rejects,
     "latency_us": result.best.latency_us, "kind": result.best.latency_kind,
     "modeled_us": modeled(result.best.graph, get_device(DEVICE)).latency_us,
     "err_vs_torch": max_rel_err(prism.interpret(result.best.graph, *workload.random_inputs(1)),

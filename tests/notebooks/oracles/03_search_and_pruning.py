@@ -157,7 +157,20 @@ for c in result.equivalent:
                      "then_matmul_of_it": steps[-1].inputs[0] == steps[0].outputs[0],
                      "prefix_refuted": steps[0].block in _refuted_blocks})
 
+def _rejects(check, answer):
+    """Whether the exercise's check cell rejects `answer` (a wrong one, here)."""
+    try:
+        check(answer)
+    except AssertionError:
+        return True
+    return False
+
+
+_exercise_rejects = [*(_rejects(check_prunes, {**prunes_by_rule, r: n + 1})
+                       for r, n in list(prunes_by_rule.items())[:2]),
+                     _rejects(check_prunes, {})]
 print("ORACLE " + json.dumps({
+    "exercise_rejects": _exercise_rejects,
     "generated": _generated, "pruned": _counts, "kept": _generated - sum(_counts.values()),
     "exhaustive": not any(e.evidence.get("claim") == "unproven" for e in _pruned_events),
     "claims": sorted({e.evidence["claim"] for e in _pruned_events}),

@@ -20,7 +20,23 @@ mutant_by_hand = (xs @ ws) / xs.mean(axis=1, keepdims=True)
 target_by_torch = (torch.nn.functional.rms_norm(torch.tensor(xs), (xs.shape[-1],))
                    @ torch.tensor(ws)).numpy()
 i = tuple(cex["index"])
+# The toy e-graph where its rewrite must not fire, against the engine's EGraph on the same term.
+_toy = ToyEGraph()
+_toy_top, _toy_a = _toy.add(("div", ("mul", "a", "3"), "2")), _toy.add("a")
+_toy_merges = cancel_times_two(_toy)
+_engine = EGraph()
+_e_top, _e_a = _engine.add(parse("(div (mul a 3) 2)")), _engine.add(parse("a"))
+_engine.run([Rule("times-two-cancels", "(div (mul ?x 2) 2)", "?x")])
+_wrong_predictions = []
+for _y in (1.0, 2.0, -1.0):           # the exercise's check must reject each
+    try:
+        check_y_counter(_y)
+    except AssertionError:
+        _wrong_predictions.append(_y)
 print("ORACLE " + json.dumps({
+    "toy_times_three": [_toy_merges, _toy.find(_toy_top) == _toy.find(_toy_a)],
+    "engine_times_three": _engine.find(_e_top) == _engine.find(_e_a),
+    "check_rejects": _wrong_predictions,
     "terms": len(terms), "step_err_vs_torch": step_err, "step_axes": [list(v.axes) for v in values],
     "egglog": egg.equivalent, "egglog_report": str(egg),
     "k_split_err": float(np.abs(chunks - a_ @ b_).max()),

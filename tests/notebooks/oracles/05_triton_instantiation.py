@@ -21,7 +21,18 @@ def tokens(source):   # Python's tokens; numbers, and digits in strings and comm
 
 ptx_text = compiled[0][0].ptx
 rows, cols = SHAPES["X"][0], SHAPES["W"][1]
+def _rejects(check, answer):
+    """Whether the exercise's check cell rejects `answer` (a wrong one, here)."""
+    try:
+        check(answer)
+    except AssertionError:
+        return True
+    return False
+
+
+_exercise_rejects = [_rejects(check_repaired, broken_source)]
 print("ORACLE " + json.dumps({
+    "exercise_rejects": _exercise_rejects,
     "err_vs_torch": err(got), "nan": int(np.isnan(got).sum()),
     "members": [str(env) for env in assignments(sgraph)],
     "member_err_vs_torch": {k: err(v) for k, v in outputs.items()},

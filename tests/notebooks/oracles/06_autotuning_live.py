@@ -81,4 +81,15 @@ if first is not None:
         records[rec["key"]] = rec
     oracle["db_records"] = len(records)
     oracle["db_latency"] = {r["config"]: r["latency_us"] for r in records.values()}
+def _rejects(check, answer):
+    """Whether the exercise's check cell rejects `answer` (a wrong one, here)."""
+    try:
+        check(answer)
+    except AssertionError:
+        return True
+    return False
+
+
+oracle["exercise_rejects"] = [_rejects(check_roofline, my_roofline_us + 0.01),
+                              _rejects(check_roofline, my_roofline_us - TABLE["a100"].launch_us)]
 print("ORACLE " + json.dumps(oracle))

@@ -37,7 +37,23 @@ for _f in second.wrong:
                          if s == "X"))
 _inputs = workload.random_inputs(SEED + 1)
 _off = search(workload.graph, _dc.replace(fixed, disabled=frozenset({RULE})))
+
+
+# The exercise's check must reject the same rule with the claim no_equivalent: a block op
+# rms_norm after the loop, on accumulated whole rows, is right.
+def _no_equivalent(ctx, family):
+    pruned = my_rule(ctx, family)
+    return None if pruned is None else Pruned(MY_RULE, pruned.reason,
+                                              {**pruned.evidence, "claim": "no_equivalent"})
+
+
+try:
+    check_my_rule(_no_equivalent)
+    _rejects = False
+except AssertionError:
+    _rejects = True
 print("ORACLE " + json.dumps({
+    "exercise_rejects_no_equivalent": _rejects,
     "plain": _best(plain), "with_rule": _best(with_rule), "repaired": _best(repaired),
     # the hand-written kernel at the winner's sizes costs what the winner costs
     "known_best_us": _modeled(_known_best("rmsnorm_matmul", SHAPES, grid=_a["gx"],

@@ -18,7 +18,7 @@ work = Path(tempfile.mkdtemp(prefix="prism-08-oracle-"))
     + inspect.getsource(gelu_residual.__wrapped__))
 torch.save([t.cpu() for t in inputs], work / "inputs.pt")
 caps = ["--max-block-ops", str(SEARCH["max_block_ops"]), "--grid-dims", "1",
-        "--block-ops", ",".join(SEARCH["block_ops"]),
+        "--block-ops", ",".join(block_ops),
         "--accumulators", ",".join(SEARCH["accumulators"]), "--max-trials", str(MAX_TRIALS)]
 script = textwrap.dedent(f"""
     import contextlib, io, json, sys, torch
@@ -51,7 +51,19 @@ bw, peak = spec.mem_bw_gbps * 1e3, spec.fp16_tflops * 1e6
 eager_kernels = [(x + w + o, 2 * n * m * k), (2 * o, n * m), (h + 2 * o, n * m)]
 flops_total = 2 * n * m * k + 2 * n * m
 ptx_text = (out / "kernel.ptx").read_text()
+def _rejects(check, answer):
+    """Whether the exercise's check cell rejects `answer` (a wrong one, here)."""
+    try:
+        check(answer)
+    except AssertionError:
+        return True
+    return False
+
+
+_exercise_rejects = [_rejects(check_block_ops, b) for b in (
+    ("matmul", "gelu"), ("matmul", "gelu", "add", "exp"), ("matmul", "matmul", "gelu", "add"))]
 print("ORACLE " + json.dumps({
+    "exercise_rejects": _exercise_rejects,
     "cli_code": cli["code"], "cli_best": (cli["doc"].get("best") or {}).get("config"),
     "cli_latency_us": (cli["doc"].get("best") or {}).get("latency_us"),
     "cli_error": cli["doc"].get("error"),
