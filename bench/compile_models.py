@@ -103,6 +103,8 @@ def regions(compiled: Any, graph: int = -1) -> dict[str, Any]:
     fused = [r for r in rs if r.status == "fused"]
     return {"fused": len(fused), "fallback": sum(r.status == "fallback" for r in rs),
             "outside": sum(r.status == "outside" for r in rs),
+            "skipped_by_advice": sum(r.advised is not None and r.advised.advice.skip
+                                     for r in rs),
             "kernel_us_modeled": round(sum(r.kernel_us or 0.0 for r in fused), 3),
             "eager_us_modeled": round(sum(r.eager_us or 0.0 for r in fused), 3),
             "sources": sorted({r.source for r in fused}),
@@ -185,12 +187,13 @@ def main() -> int:
              "the first call after prism.compile (search or cache, Dynamo, Inductor). "
              "Region latencies: modeled (H100).", ""]
     for name, row in rows["models"].items():
-        lines += [f"## {name}", "", "| run | seconds | fused | fell back | outside | "
+        lines += [f"## {name}", "", "| run | seconds | fused | fell back (advised) | outside | "
                   "Σ kernel µs (modeled) | Σ eager µs (modeled) | sources | rest | max abs err "
                   "vs eager |", "|---|---|---|---|---|---|---|---|---|---|"]
         for label, r in row.items():
             if isinstance(r, dict) and "seconds" in r:
-                lines.append(f"| {label} | {r['seconds']} | {r['fused']} | {r['fallback']} | "
+                lines.append(f"| {label} | {r['seconds']} | {r['fused']} | {r['fallback']} "
+                             f"({r['skipped_by_advice']}) | "
                              f"{r['outside']} | {r['kernel_us_modeled']} | "
                              f"{r['eager_us_modeled']} | {', '.join(r['sources'])} | "
                              f"{r['rest']} | {r['max_abs_err']:.1e} |")
