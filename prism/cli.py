@@ -279,6 +279,8 @@ def _search_config(args: argparse.Namespace, base: Any = None) -> Any:
         kw["accumulators"] = tuple(args.accumulators.split(","))
     if args.split_loops is not None:
         kw["split_loops"] = args.split_loops
+    if getattr(args, "trace_graphs", False):
+        kw["record_graphs"] = True
     return replace(base, **kw) if base is not None else SearchConfig(**kw)
 
 
@@ -907,6 +909,8 @@ def _search_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--kernel-ops", help="pre-defined kernel ops to allow, comma-separated")
     sp.add_argument("--accumulators", help="accumulators to allow, comma-separated")
     sp.add_argument("--seed", type=_natural, default=0, help="0: canonical order")
+    sp.add_argument("--trace-graphs", action="store_true", help="record each family's partial "
+                    "sGraph on the trace (about 10 KB a family)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

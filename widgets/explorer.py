@@ -57,6 +57,10 @@ STATUSES = FAMILY_STATUSES + CANDIDATE_STATUSES
 PAGE_SIZE = 50
 ANY = ""                # the filter dropdowns' "any" (ipywidgets treats a None value as unset)
 MAX_LISTED = 20         # ids listed in a detail pane; the rest are counted
+NO_GRAPH = ("its partial sGraph was not kept: a search records each family's sGraph only when "
+            "asked, with <code>SearchConfig(record_graphs=True)</code> or <code>--trace-graphs"
+            "</code> (a search's trace is "
+            "about 10 KB a family with them)")
 
 
 @dataclass(slots=True)
@@ -607,6 +611,8 @@ def detail_html(state: SearchState, node_id: str) -> str:
            f"<p>path: <code>{_esc(path)}</code></p>"]
     if d["kind"] == "family":
         out.append(f"<p>{_esc(d['description'])}</p>")
+        if "graph" not in d:     # the engine records families' sGraphs only when asked
+            out.append(f"<p class='prism-no-graph' style='color:#555'>{NO_GRAPH}</p>")
         for what, ids in (("families under it", d["children"]),
                           ("candidates", d["candidates"])):
             listed = ", ".join(ids[:MAX_LISTED]) + (" …" if len(ids) > MAX_LISTED else "")

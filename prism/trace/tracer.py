@@ -10,15 +10,25 @@ widgets listen, so `emit` holds a lock: seq numbers are unique and contiguous, a
 sees the events in seq order.
 
 A trace file is JSON Lines: one `event_to_json` object per line, flushed as it is written, so a
-live file can be tailed. Never pickle.
+live file can be tailed. A path ending in `.gz` is written gzip-compressed (a search's trace is
+thousands of near-identical family events: 41.7 MB for `make run`'s, 2.3 MB compressed), flushed
+at most every `GZIP_FLUSH_S` seconds and at the end (a flush per event would double its size);
+readers tell a compressed file by its first bytes, whatever its name, and read a stream that is
+still being written (no gzip trailer yet) up to its last flush. Times are stamped to a tenth of
+a millisecond (`TIME_DIGITS`): no view reads finer, and the digits below it were noise that cost
+a third of the compressed bytes.
+Never pickle.
 """
 
 from __future__ import annotations
 
 import copy
+import gzip
+import io
 import json
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +41,9 @@ from prism.trace.events import Event, StageFinished, StageStarted, event_from_js
 E = TypeVar("E", bound=Event)
 
 _FIX = "re-run the search to write a new trace"
+_GZIP_MAGIC = b"\x1f\x8b"
+TIME_DIGITS = 4         # an event's `time` to a tenth of a millisecond
+GZIP_FLUSH_S = 0.25     # a compressed trace is flushed at most this often (and at the end)
 
 
 class Listener(Protocol):
@@ -136,7 +149,8 @@ class Tracer:
                 if event.seq != -1:
                     event = copy.copy(event)
                 object.__setattr__(event, "seq", self._next_seq)
-                object.__setattr__(event, "time", self._clock() - self._start)
+                object.__setattr__(event, "time",
+                                   round(self._clock() - self._start, TIME_DIGITS))
             self._next_seq = max(self._next_seq, event.seq + 1)
             if self.keep:
                 self.events.append(event)
@@ -179,7 +193,8 @@ class Tracer:
 
 
 class JsonlWriter:
-    """A listener that appends each event to a JSONL file as one line, flushed at once.
+    """A listener that appends each event to a JSONL file as one line, flushed at once (a
+    `.gz` path: compressed, flushed at most every `GZIP_FLUSH_S` seconds and at the end).
 
     A file that cannot be opened or written (a full disk, no permission) raises
     `TraceWriteError` naming the file (as `shown`, when it is written elsewhere first and moved
@@ -191,8 +206,10 @@ class JsonlWriter:
         self.shown = Path(shown) if shown is not None else self.path
         self.fix = fix
         self._failed = False
+        self._gzip = _compressed(self.path)
+        self._flushed = time.monotonic()
         try:
-            self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+            self._file: IO[str] | None = _open_for_writing(self.path)
         except OSError as err:
             raise self._error(err) from err
         self._lock = threading.Lock()
@@ -204,7 +221,9 @@ class JsonlWriter:
                 raise ValueError(f"JsonlWriter for {self.path} is closed; open a new one")
             try:
                 self._file.write(line)
-                self._file.flush()
+                if not self._gzip or time.monotonic() - self._flushed >= GZIP_FLUSH_S:
+                    self._file.flush()
+                    self._flushed = time.monotonic()
             except OSError as err:
                 self._failed = True
                 raise self._error(err) from err
@@ -242,8 +261,8 @@ class JsonlWriter:
 
 
 def write_jsonl(events: Iterable[Event], path: str | Path) -> None:
-    """Write `events` to `path` as JSON Lines, replacing the file."""
-    with Path(path).open("w", encoding="utf-8") as f:
+    """Write `events` to `path` as JSON Lines, replacing the file (compressed: a `.gz` path)."""
+    with _open_for_writing(Path(path)) as f:
         for event in events:
             f.write(_dumps(event))
 
@@ -276,24 +295,54 @@ def _dumps(event: Event) -> str:
     return json.dumps(event_to_json(event), allow_nan=False) + "\n"
 
 
+def _compressed(path: Path) -> bool:
+    return path.suffix == ".gz"
+
+
+def _open_for_writing(path: Path) -> IO[str]:
+    if _compressed(path):
+        return gzip.open(path, "wt", encoding="utf-8", compresslevel=6)
+    return path.open("w", encoding="utf-8")
+
+
+def _raw_lines(path: str | Path) -> Iterator[bytes]:
+    """The file's lines as bytes, split on b"\n" only; a gzip stream (told by its first bytes)
+    decompressed, up to its last flush when it has no trailer yet (a trace still being
+    written, or one cut short: a cut line then fails to parse, as in a plain file)."""
+    with Path(path).open("rb") as f:
+        if f.read(2) != _GZIP_MAGIC:
+            f.seek(0)
+            yield from f
+            return
+        f.seek(0)
+        data, text = f.read(), bytearray()
+    try:
+        while data:             # members one after another: gzip allows several
+            member = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+            text += member.decompress(data)
+            data = member.unused_data if member.eof else b""
+    except zlib.error as err:
+        raise TraceFormatError(f"{path}: a damaged gzip stream ({err}); {_FIX}") from None
+    yield from io.BytesIO(text)
+
+
 def _iter_jsonl(path: str | Path) -> Iterator[Event]:
     # Binary, split on b"\n" only: line numbers match what an editor shows, and bad UTF-8 is a
     # format error rather than a UnicodeDecodeError.
-    with Path(path).open("rb") as f:
-        for number, raw in enumerate(f, start=1):
-            where = f"{path} line {number}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise TraceFormatError(f"{where}: not UTF-8 text; {_FIX}") from None
-            if not line.strip(" \t\r\n"):  # JSON's whitespace
-                continue
-            try:
-                data = json.loads(line)
-            except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
-                raise TraceFormatError(f"{where}: not valid JSON (truncated?); {_FIX}") from None
-            try:
-                event = event_from_json(data)
-            except TraceFormatError as err:
-                raise TraceFormatError(f"{where}: {err}") from None
-            yield event
+    for number, raw in enumerate(_raw_lines(path), start=1):
+        where = f"{path} line {number}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise TraceFormatError(f"{where}: not UTF-8 text; {_FIX}") from None
+        if not line.strip(" \t\r\n"):  # JSON's whitespace
+            continue
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+            raise TraceFormatError(f"{where}: not valid JSON (truncated?); {_FIX}") from None
+        try:
+            event = event_from_json(data)
+        except TraceFormatError as err:
+            raise TraceFormatError(f"{where}: {err}") from None
+        yield event

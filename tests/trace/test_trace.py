@@ -427,3 +427,62 @@ def test_any_json_payload_round_trips_through_a_file(
     events = stamped([FamilyPruned("f1", None, "rule", reason, evidence)])
     write_jsonl(events, tmp_path / "t.jsonl")
     assert read_jsonl(tmp_path / "t.jsonl") == events
+
+
+# --- what a trace costs: optional fields at None, microsecond times, gzip ----------------------
+
+def test_an_optional_field_at_none_is_left_out_and_read_back_as_its_default() -> None:
+    plain = FamilyGenerated("f1", None, "block op exp2 = exp(X)")     # graph not recorded
+    data = event_to_json(plain)
+    assert "graph" not in data and data["parent"] is None             # a link is never left out
+    assert event_from_json(data) == plain
+    assert "method" not in event_to_json(SAMPLES[4]) and "error" not in event_to_json(SAMPLES[11])
+
+
+def test_the_tracer_stamps_times_to_a_tenth_of_a_millisecond() -> None:
+    ticks = iter([10.0, 10.123456789, 10.5000004])
+    tracer = Tracer(clock=lambda: next(ticks))
+    tracer.emit(StageStarted("search"))
+    tracer.emit(StageStarted("tune"))
+    assert [e.time for e in tracer.events] == [0.1235, 0.5]
+
+
+def test_a_gz_path_is_written_compressed_and_read_back_whatever_its_name(tmp_path: Path) -> None:
+    # a search's trace: thousands of near-identical family events
+    events = stamped([FamilyPruned(f"f{i}", "f0", "abstract_expression",
+                                   f"exp{i % 7} = (exp X) is not a subexpression of the target",
+                                   {"expression": "(exp X)", "claim": "no_equivalent"})
+                      for i in range(2000)])
+    write_jsonl(events, tmp_path / "trace.jsonl")
+    write_jsonl(events, tmp_path / "trace.jsonl.gz")
+    packed = (tmp_path / "trace.jsonl.gz").read_bytes()
+    plain = (tmp_path / "trace.jsonl").stat().st_size
+    assert packed[:2] == b"\x1f\x8b" and len(packed) * 10 < plain
+    assert read_jsonl(tmp_path / "trace.jsonl.gz") == events
+    (tmp_path / "renamed.jsonl").write_bytes(packed)       # told by its first bytes
+    assert read_jsonl(tmp_path / "renamed.jsonl") == events
+    seen: list[Event] = []
+    assert replay(tmp_path / "trace.jsonl.gz", seen.append) == events == seen
+
+
+def test_a_gz_trace_being_written_reads_up_to_its_last_flush(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import prism.trace.tracer as tracer_module
+    monkeypatch.setattr(tracer_module, "GZIP_FLUSH_S", 0.0)     # a flush after every event
+    path = tmp_path / "live.jsonl.gz"
+    tracer = Tracer()
+    with JsonlWriter(path) as writer:
+        tracer.subscribe(writer)
+        for e in SAMPLES:
+            tracer.emit(e)
+            assert read_jsonl(path) == tracer.events            # no gzip trailer yet
+    assert read_jsonl(path) == tracer.events
+
+
+def test_a_damaged_gz_trace_is_a_format_error(tmp_path: Path) -> None:
+    write_jsonl(stamped(SAMPLES), tmp_path / "trace.jsonl.gz")
+    packed = bytearray((tmp_path / "trace.jsonl.gz").read_bytes())
+    packed[12:40] = bytes(28)                                # zeros over the deflate stream
+    (tmp_path / "trace.jsonl.gz").write_bytes(bytes(packed))
+    with pytest.raises(TraceFormatError, match=r"trace\.jsonl\.gz"):
+        read_jsonl(tmp_path / "trace.jsonl.gz")

@@ -386,3 +386,15 @@ def test_a_view_listens_to_a_tracer(recorded, until):
     assert view.state.status_counts() == state_of(recorded.events).status_counts()
     assert not tracer.listener_errors
     assert set(STATUSES) == set(view.state.status_counts())
+
+
+def test_a_family_without_its_graph_says_it_was_not_kept_and_how_to_keep_it(recorded):
+    state = state_of(recorded.events)
+    pruned = next(e for e in recorded.events if isinstance(e, FamilyPruned))
+    assert "graph" not in state.node(pruned.id)          # the default: graphs not recorded
+    text = detail_html(state, pruned.id)
+    assert "not kept" in text and "record_graphs=True" in text
+    kept = FamilyGenerated("g1", None, "root", graph={"format": "prism.kernel_graph"})
+    other = SearchState()
+    other.add(kept)
+    assert "not kept" not in detail_html(other, "g1")
