@@ -121,6 +121,20 @@ def test_autograd_runs_torch_where_the_kernel_is_inference_only(cases, tmp_path)
     torch.testing.assert_close(got, model.gate.weight.grad)
 
 
+def test_torch_compile_with_backend_prism_by_name(tmp_path, monkeypatch):
+    """What a user writes: `torch.compile(model, backend="prism")`, default options (the cache
+    under $PRISM_CACHE_DIR), matching eager, the region fused."""
+    monkeypatch.setenv("PRISM_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    model = _model()
+    compiled = torch.compile(model, backend="prism", dynamic=False)
+    x = torch.randn(8, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    entries = [p for p in (tmp_path / "compile").glob("*.json") if ".ck." not in p.name]
+    assert len(entries) == 1 and "def run(" in json.loads(entries[0].read_text())["source"]
+
+
 def test_the_backend_is_registered_with_torch():
     from torch._dynamo.backends.registry import lookup_backend
     assert lookup_backend("prism") is pc.backend
