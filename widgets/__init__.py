@@ -13,6 +13,9 @@ redraws at most every 0.2 s, a page at a time, so a trace of 100,000 events stay
   best so far, the roofline and eager bounds, the failures.
 - `SGraphState` / `SGraphView` (`widgets.sgraph`): a kernel graph's blocks, maps and symbolic
   tiles; an assignment's concrete tiles and which limit fails; abstract expressions.
+- `BlockState` / `BlockView` (`widgets.blocks`): one custom kernel at one assignment, block by
+  block and iteration by iteration: which tile of each input the block reads, which tile of each
+  output it writes after the loop, drawn as tiles.
 - `SourceState` / `SourceView` (`widgets.source`): a Triton module's lines grouped by the
   block-graph op they compute; choosing an op lights its lines.
 - `Workbench` (`widgets.workbench`): all of them over one run — live (`run()`, then
@@ -20,12 +23,15 @@ redraws at most every 0.2 s, a page at a time, so a trace of 100,000 events stay
   winner taken away with `export()` or `out=`.
 """
 
+from widgets.blocks import BlockState, BlockView
 from widgets.explorer import SearchExplorer, SearchState
 from widgets.proof import CounterexampleState, ProofState, ProofView
 from widgets.tuning import TuningMonitor, TuningState
 from widgets.workbench import Workbench
 
 __all__ = [
+    "BlockState",
+    "BlockView",
     "CounterexampleState",
     "ProofState",
     "ProofView",

@@ -270,3 +270,80 @@ def test_the_buttons_act_while_a_later_cell_awaits_the_run(lab):
         finally:
             page.screenshot(path=str(OUTPUT / "controls.png"), full_page=True)
             browser.close()
+
+
+# The per-block view of the known-best RMSNorm+MatMul: grid 4 over W's 64 columns (16 a block),
+# loop 2 over d = 64 (32 an iteration), X replicated.
+BLOCK_CELLS = [
+    """import widgets
+from prism.workloads.known_best import known_best
+view = widgets.BlockView(known_best("rmsnorm_matmul", {"X": (8, 64), "W": (64, 64)},
+                                    grid=4, loop=2))
+view""",
+]
+
+
+def test_the_per_block_view_follows_its_controls(lab):
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(lab["home"] / "blocks.ipynb", BLOCK_CELLS)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            open_and_run_all(page, lab, "blocks", "blocks.ipynb")
+            view = outputs(page, 0)
+            line = view.locator(".prism-block-line")
+            line.first.wait_for(timeout=60_000)
+            read = view.locator("rect.prism-tile-read")
+
+            def shown() -> tuple[str, list[str | None]]:
+                return (line.first.inner_text(),
+                        [r.get_attribute("data-range") for r in read.all()])
+
+            def until(text: str) -> None:
+                view.locator(".prism-block-line", has_text=text).first.wait_for(timeout=30_000)
+
+            text, ranges = shown()
+            assert "block (0,) iteration 0 reads X[0:8, 0:32] and W[0:32, 0:16]" in text, text
+            assert ranges == ["0:8,0:32", "0:32,0:16"], ranges
+            w_left = read.nth(1).bounding_box()
+            assert w_left is not None
+
+            # the block slider, moved with the keyboard as a user does: two blocks to the right
+            handles = view.locator(".widget-slider .noUi-handle")
+            handles.nth(0).focus()
+            page.keyboard.press("ArrowRight")
+            page.keyboard.press("ArrowRight")
+            until("block (2,) iteration 0")
+            text, ranges = shown()
+            assert "reads X[0:8, 0:32] and W[0:32, 32:48]" in text, text
+            assert ranges == ["0:8,0:32", "0:32,32:48"], ranges
+            moved = read.nth(1).bounding_box()
+            assert moved is not None and moved["x"] > w_left["x"] + 10    # W's tile went right
+
+            # the iteration slider: the loop walks X's columns and W's rows, the block stays
+            handles.nth(1).focus()
+            page.keyboard.press("ArrowRight")
+            until("block (2,) iteration 1")
+            text, ranges = shown()
+            out = "writes custom[0:8, 32:48] after the loop"
+            assert "reads X[0:8, 32:64] and W[32:64, 32:48]; " + out in text, text
+            assert ranges == ["0:8,32:64", "32:64,32:48"], ranges
+            down = read.nth(1).bounding_box()
+            assert down is not None and down["y"] > moved["y"] + 10      # W's tile went down
+            written = view.locator("rect.prism-tile-write")
+            assert [r.get_attribute("data-range") for r in written.all()] == ["0:8,32:48"]
+            assert view.locator("abbr", has_text="imap").count() >= 2     # glossary hover
+            shot(page, view.first, "blocks.png")
+
+            # step: past the last iteration, on to the next block
+            view.get_by_role("button", name="step").click()
+            until("block (3,) iteration 0")
+            text, ranges = shown()
+            assert "reads X[0:8, 0:32] and W[0:32, 48:64]" in text, text
+            assert ranges == ["0:8,0:32", "0:32,48:64"], ranges
+        finally:
+            page.screenshot(path=str(OUTPUT / "blocks-final.png"), full_page=True)
+            browser.close()
