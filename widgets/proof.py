@@ -332,8 +332,10 @@ class ProofView:
         self.html = w.HTML(body)
         children = [self.html]
         if graph and isinstance(self.state, ProofState):
-            children.append(w.HTML(self.egraph_svg() if self.state.egraph_view
-                                   else self.term_svg()))
+            what = ("the e-graph around the final class" if self.state.egraph_view
+                    else "the proof's final term")
+            children.append(w.HTML(fitted(self.egraph_svg() if self.state.egraph_view
+                                          else self.term_svg(), what)))
         self.widget = w.VBox(children)
 
     def egraph_svg(self) -> str:
@@ -393,6 +395,19 @@ def egraph_dot(view: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def fitted(svg: str, what: str) -> str:
+    """Inline SVG drawings scaled to the width they are given (never clipped: a wide e-graph
+    shrinks, its text readable on zoom), inside a `<details>` the reader can fold away."""
+    import re
+
+    def fit(m: re.Match[str]) -> str:
+        tag = re.sub(r'\sheight="[^"]*"', "", m.group(0))    # natural width, at most 100%
+        return tag[:-1] + ' style="max-width:100%;height:auto">'
+    body = re.sub(r"<svg\b[^>]*>", fit, svg)
+    return (f"<details open class='prism-fitted'><summary>{html.escape(what)}</summary>"
+            f"<div style='max-width:100%;overflow-x:auto'>{body}</div></details>")
+
+
 def _svg(dot: str) -> str:
     try:
         import graphviz
@@ -420,4 +435,4 @@ def _state(source: Any) -> ProofState | CounterexampleState:
 
 
 __all__ = ["CounterexampleState", "ProofState", "ProofStep", "ProofView", "counterexample_html",
-           "egraph_dot", "highlight", "proof_html", "term_dot"]
+           "egraph_dot", "fitted", "highlight", "proof_html", "term_dot"]

@@ -224,6 +224,13 @@ def run_notebook(page, lab) -> None:
     assert names and all(n in AXIOMS_BY_NAME for n in names), names     # the axiom table's
     assert proof.locator("li mark").count() >= len(names)        # the rewritten subterms
     assert proof.locator("svg text", has_text="class").count() >= 2   # the e-graph picture
+    # the picture fits the output's width (it was clipped on the right), and folds away
+    fold = proof.locator("details.prism-fitted").first
+    picture, area = fold.locator("svg").first.bounding_box(), fold.bounding_box()
+    assert picture and area and picture["x"] + picture["width"] <= area["x"] + area["width"] + 1
+    fold.locator("summary").click()
+    assert not fold.locator("svg").first.is_visible()
+    fold.locator("summary").click()
     shot(page, proof.first, "proof.png")
 
 

@@ -132,7 +132,7 @@ def test_the_final_term_as_a_drawing(recorded):
         pytest.skip("Graphviz's dot program is not installed")
     view = ProofView(state, graph=True)
     svg = view.widget.children[1].value
-    assert svg.startswith("<svg") and "rms_norm" in svg
+    assert svg.startswith("<details open") and "<svg" in svg and "rms_norm" in svg
 
 
 def test_the_egraph_around_the_final_class_is_drawn(recorded):
@@ -165,3 +165,21 @@ def test_an_unknowns_gap_is_shown():
     assert f"<code>{html.escape(gap['candidate'])}</code>" in text
     assert f"<code>{html.escape(gap['target'])}</code>" in text
     assert "nearest gap" not in proof_html(ProofState.from_json({"verdict": "unknown"}))
+
+
+def test_a_wide_drawing_is_fitted_to_its_width_and_can_be_folded():
+    """The e-graph picture was clipped on the right (issue 20): each inline SVG keeps its
+    natural width as an upper bound, scales to the width it is given (max-width 100%, height
+    from its viewBox), and sits in a <details> the reader can fold."""
+    import re
+
+    from widgets.proof import fitted
+    wide = '<svg width="2400pt" height="300pt" viewBox="0 0 2400 300"><g/></svg>' * 2
+    out = fitted(wide, "the e-graph around the final class")
+    tags = re.findall(r"<svg\b[^>]*>", out)
+    assert len(tags) == 2
+    for tag in tags:
+        assert 'width="2400pt"' in tag and "height=" not in tag.replace("height:auto", "")
+        assert "max-width:100%" in tag and 'viewBox="0 0 2400 300"' in tag
+    assert out.startswith("<details open") and \
+        "<summary>the e-graph around the final class</summary>" in out
