@@ -97,6 +97,7 @@ class Options:
     max_region_ops: int = 6              # ops a region computes at most (what searches fast)
     advisor: Any = "heuristic"           # prism.advice: "heuristic", a callable, or None
     rest: str = "inductor"               # what runs the rest: "inductor" (eager if it fails)
+    out: Path | None = None              # each searched region's outputs, for the workbench
 
 
 @dataclass
@@ -126,18 +127,21 @@ def backend(gm: Any, example_inputs: Sequence[Any], **options: Any) -> Callable[
 def compile(model: Any, *, budget_s: float = 60.0, device: str = "h100",
             cache_dir: str | Path | None = None, report: str | Path | None = None,
             search_config: Any = None, max_region_ops: int = 6,
-            advisor: Any = "heuristic", rest: str = "inductor") -> Any:
+            advisor: Any = "heuristic", rest: str = "inductor",
+            out: str | Path | None = None) -> Any:
     """`torch.compile(model, backend=...)` with the prism backend and these options; the
     result's `prism_report` is the `CompileReport` (also written to `report` when given).
     `advisor` (`prism.advice`): the default heuristic, any callable from a region's summary
     text to advice (an LLM, say), or None; advice only reorders or narrows. `rest`: what runs
     everything but the fused regions, "inductor" (eager where Inductor cannot compile here)
-    or "eager"."""
+    or "eager". `out`: a folder where each region optimized (not served from the cache) leaves
+    `prism optimize`'s outputs, `graph<G>-region<K>/` (kernel.py, trace.jsonl with the advice
+    stages, report.html, result.json), which `widgets.Workbench.from_trace` replays."""
     import torch
 
     opts = Options(budget_s, device, Path(cache_dir) if cache_dir is not None else None,
                    Path(report) if report is not None else None, search_config, max_region_ops,
-                   advisor, rest)
+                   advisor, rest, Path(out) if out is not None else None)
     be = _Backend(opts, CompileReport())
     # static shapes: a new shape is a new graph (guarded by Dynamo), whose regions meet their
     # checkpoints; dynamic shapes would hand regions symbolic sizes, which fall back
@@ -330,8 +334,9 @@ class _Backend:
         result = superoptimize(work, device=self.options.device, measure="model",
                                budget_s=self.options.budget_s, compile_ptx=False,
                                checkpoint=checkpoint, max_trials=4,
-                               search_config=self.options.search_config,
-                               advice=None if advice is None or advice.empty else advice)
+                               search_config=self.options.search_config, advice=advice,
+                               out=(self.options.out / f"graph{len(self.report.graphs)}-"
+                                    f"region{region.index}") if self.options.out else None)
         if region.advised is not None and result.advised is not None:
             region.advised.effects += result.advised.effects
         best = result.best

@@ -135,3 +135,37 @@ def test_a_users_advisor_sees_each_region_and_its_skip_is_obeyed(cases, tmp_path
     ops = [op.kind for op in from_text(summary.split("\n", 1)[1]).ops]
     assert ops.count("matmul") == 2 and "silu" in ops
     assert not list((tmp_path / "c").glob("*.json"))      # no search ran, nothing cached
+
+
+@pytest.mark.skipif(not interpreting(), reason="runs kernels in Triton's interpreter")
+def test_a_compiled_regions_advice_is_on_its_trace_and_in_the_workbench(cases, tmp_path):
+    """`prism.compile(..., out=DIR)`: each optimized region leaves prism optimize's outputs;
+    its trace holds the advisor's advice and its outcome, which the workbench shows."""
+    from prism.trace import read_jsonl
+    from widgets.workbench import Workbench
+
+    class Gated(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = torch.nn.Linear(64, 64, bias=False)
+            self.up = torch.nn.Linear(64, 64, bias=False)
+
+        def forward(self, x):
+            return F.silu(self.gate(x)) * self.up(x)
+
+    torch.manual_seed(0)
+    model = Gated().eval()
+    compiled = pc.compile(model, out=tmp_path / "regions", cache_dir=tmp_path / "c",
+                          search_config=cases.reduced("swiglu"), rest="eager")
+    x = torch.randn(8, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    (region,) = compiled.prism_report.graphs[0]
+    trace = tmp_path / "regions" / f"graph0-region{region.index}" / "trace.jsonl"
+    stages = {e.stage: e.summary for e in read_jsonl(trace) if e.type == "StageFinished"}
+    # the label the heuristic gives this program's ops, from the region's own report
+    assert stages["advice"]["advice"]["label"] == region.advised.advice.label
+    assert "matmul" in region.advised.advice.label
+    assert stages["advice outcome"]["outcome"].startswith("the winner is ")
+    shown = Workbench.from_trace(trace).advice.value
+    assert region.advised.advice.label in shown and "heuristic" in shown
