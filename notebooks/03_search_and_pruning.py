@@ -1,10 +1,11 @@
 # %% [markdown]
 # # 03 · Search and pruning: what the search never has to look at
 #
-# Notebook `02` ended with the search's candidates. This notebook opens the search itself. Even
-# with the small caps below, the search could build far too many programs to check one by one
-# (section 4 switches each rule off and counts the work it then has to do). It gets through
-# them because it never looks at most of them.
+# Notebook `02` ended with the search's candidates. This notebook opens the search itself, and
+# its one idea is **prune families, not programs**. Even with the small caps below, the search
+# could build far too many programs to check one by one: section 4 switches every rule off and
+# counts how many it then sends to the verifier. It gets through them because it never looks at
+# most of them.
 #
 # The search builds a program one decision at a time: open a custom kernel on some inputs, add a
 # block op, add an accumulator, store the block's result, add a pre-defined kernel. Each partial
@@ -25,8 +26,8 @@
 #
 # A rule is *sound* when its claims are true. Then pruning loses nothing: the search returns the
 # same best program, only sooner. This notebook shows each of the six built-in rules at work on
-# a real family, and two checks that were removed from the engine because their claims were
-# false. Then it switches each rule off and counts what it had saved.
+# a real family. Then it switches them off, all together and one at a time, and counts what
+# they had saved. (Notebook `07` is about rules whose claims are false.)
 #
 # If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
@@ -40,7 +41,8 @@ SEARCH = {"grid_dims": (1,), "max_block_ops": 4, "block_ops": ("matmul", "div", 
           "max_kernel_ops": 2, "budget_s": 120}
 SMALL_SMEM_BYTES = 1024        # a device too small for the fused kernel (section 3.3)
 FIRST_EVENTS = 16              # families shown from the top of the tree
-ABLATION_MAX_FAMILIES = 7000   # family budget of each search in the ablation (section 4)
+ABLATION_MAX_FAMILIES = 7000   # family budget of each search with one rule off (section 4)
+UNPRUNED_MAX_FAMILIES = 2000   # family budget of the search with every rule off (section 4)
 SHOW_SOLUTIONS = False         # True: run the exercise's solution cell (make test does)
 
 # %% [markdown]
@@ -308,128 +310,30 @@ incumbent = next(c for c in result.candidates if c.id == bounded[0].evidence["in
 print(f"the incumbent {incumbent.id}: {incumbent.num_kernels} kernel(s), "
       f"{incumbent.modeled_us:.2f} µs modeled at {incumbent.assignment}")
 
+
 # %% [markdown]
-# ### 3.5 Two claims that were false: the checks that were removed
+# ## 4. What the rules save: switch them off and count
 #
-# The old `structural` rule had two more checks, both claiming `not_better`: a program of the
-# family is never faster than one the search builds elsewhere. That is only true if the other
-# program is really in the search space. For these two it was not.
-#
-# - `add(x, x)` and `div(x, x)`: "a simpler program computes the same", namely `2·x` and a
-#   tensor of ones. The op table has a `mul_scalar`, but the search's vocabulary has no op that
-#   scales by a constant and no constant tensors (printed below), so the simpler program cannot
-#   be written, and a family that needs `x + x` may have no twin at all.
-# - A tile accumulated twice: "one accumulator and an op after the loop compute it". RMSNorm
-#   itself is the counterexample. `rms_norm(X) = X / rms(X)` needs every element of a row (the
-#   accumulator `nored` keeps the tile) and the RMS of the whole row (`red_ld_rms`): the same tile
-#   accumulated twice, and no single accumulator gives both.
+# `SearchConfig(disabled={...})` switches rules off. First all six at once, the count the
+# introduction promised. The search without rules gets a family budget
+# (`UNPRUNED_MAX_FAMILIES`), since it would not finish: every complete family it builds goes to
+# the verifier.
 
 # %%
-from prism.ir.ops import OPS
-
-vocabulary = SearchConfig().block_ops
-print("the search's block ops:", ", ".join(vocabulary))
-print(f"mul_scalar in the op table: {'mul_scalar' in OPS}; in the vocabulary: "
-      f"{'mul_scalar' in vocabulary}")
-
-# %% [markdown]
-# Let the audit (`prism.search.audit`, which notebook `07` takes apart) judge the second claim.
-# We write the removed check again as a rule of our own, added with `SearchConfig(rules=...)`. On
-# this notebook's target the audit finds nothing wrong: the winner accumulates each tile once,
-# and no program the check prunes is faster. So we also give the search RMSNorm alone as its
-# target, once with this notebook's block ops, and once with `div` as the only one. Each row is
-# one audit and two searches, without and with the check.
-#
-# To compare searches we cost programs the way the audit does. The search costs each candidate
-# at one assignment that fits, the first z3 finds: enough for branch and bound, but not always
-# that member's best. `fastest` below costs every proved program at every assignment of powers
-# of two that fits (`feasible_assignments` lists them, checking the limits tile by tile) and
-# keeps the lowest.
-
-# %%
-from prism.cost import modeled
-from prism.ir.spec import substitute_graph
-from prism.search import audit
-from prism.search.audit import feasible_assignments
-from prism.search.pruning import Pruned
-
-OLD_CHECK = "accumulated_twice"
-
-
-def accumulated_twice(ctx, family):
-    """The removed check: a tile that an accumulator already reads is accumulated again."""
-    if family.level != "block" or family.kind not in ctx.config.accumulators:
-        return None
-    tile = family.block.tensors[family.operands[0]].name
-    kinds = [op.kind for op in family.block.ops
-             if op.kind in ctx.config.accumulators and op.inputs == (tile,)]
-    if len(kinds) < 2:
-        return None
-    return Pruned(OLD_CHECK, f"{tile} is accumulated twice ({', '.join(kinds)}): one "
-                  "accumulator and a post-loop op compute it", {"claim": "not_better"})
-
-
-g = prism.Graph("rms_norm")
-g.output(g.rms_norm(g.input("X", SHAPES["X"])))
-rms_target = g.build()
-
-
-def fastest(graphs, device):
-    """(µs, program): the lowest modeled latency of these programs over the assignments (powers
-    of two) that fit the device, or None when none fits."""
-    costs = [(modeled(substitute_graph(graph, env), device).latency_us, i)
-             for i, graph in enumerate(graphs) for env in feasible_assignments(graph, device)]
-    return None if not costs else (min(costs)[0], graphs[min(costs)[1]])
-
-
-def kernels(found, device=config.device):
-    us, graph = fastest([c.graph for c in found.equivalent], device)
-    ops = " + ".join(op.kind for op in graph.ops if op.kind not in ("input", "output"))
-    return f"{ops} {us:.2f} µs"
-
-
-old_checks = {}
-print(f"{'target':<15} {'block ops':<21} {'prunes':>6}  {'audit':<8} "
-      f"{'best without the check':<26} best with it (modeled)")
-for name, target, block_ops in (("rmsnorm_matmul", workload.graph, SEARCH["block_ops"]),
-                                ("rms_norm", rms_target, SEARCH["block_ops"]),
-                                ("rms_norm", rms_target, ("div",))):
-    base = dataclasses.replace(config, block_ops=block_ops)
-    checked = dataclasses.replace(base, rules=((OLD_CHECK, accumulated_twice),))
-    report = audit(target, OLD_CHECK, checked)
-    without, with_check = search(target, base), search(target, checked)
-    old_checks[name, block_ops] = (report, without, with_check)
-    print(f"{name:<15} {', '.join(block_ops):<21} {report.pruned:>6}  "
-          f"{'sound' if report.sound else 'unsound':<8} {kernels(without):<26} "
-          f"{kernels(with_check)}")
+every_rule_off = dataclasses.replace(config, disabled=frozenset(RULE_NAMES),
+                                     max_families=UNPRUNED_MAX_FAMILIES)
+unpruned_tracer = Tracer()
+unpruned = search(workload.graph, every_rule_off, tracer=unpruned_tracer)
+print(f"every rule on:  {result.generated} families, {len(result.candidates)} candidates "
+      f"verified, finished: {result.complete}")
+print(f"every rule off: {unpruned.generated} families, {len(unpruned.candidates)} candidates "
+      f"verified, finished: {unpruned.complete} ({unpruned.stop_reason} of "
+      f"{UNPRUNED_MAX_FAMILIES} families)")
+print(f"without the rules, {len(unpruned.candidates) / len(result.candidates):.0f}× the "
+      f"verifier's work before the search had even finished")
 
 # %% [markdown]
-# With the block op `rms_norm` in the vocabulary, a block can normalize a tile that holds whole
-# rows, a twin as fast as the two accumulators, so on these targets the claim happens to hold.
-# Take that op away and the audit finds programs under the check's prunes that are faster than
-# anything the search keeps. With the check on, the search returns the library's `rms_norm`
-# instead, three launches (notebook `01`). Here is the fastest program the audit found:
-
-# %%
-from prism.ir.serialize import graph_from_json
-
-unsound, _, _ = old_checks["rms_norm", ("div",)]
-lost = min(unsound.wrong, key=lambda f: fastest([graph_from_json(f["graph"])], config.device)[0])
-lost_graph = graph_from_json(lost["graph"])
-((_, lost_block),) = lost_graph.iter_blocks()
-print(f"{lost['candidate']} under {lost['family']}: {lost['finding']}")
-print("  its block ops:", ", ".join(f"{op.kind}({', '.join(op.inputs)})"
-                                    for op in lost_block.ops if op.kind not in ("input", "output")))
-
-# %% [markdown]
-# A claim speaks for the whole search space, not for the workload at hand: an audit that passes
-# on one workload is evidence, not a proof. The check had no proof, so it is gone, and so is the
-# other one. The one redundancy that needs no claim, the same op on the same operands twice, needs
-# no rule either: the generator's canonical order (`prism.search.generate`) never builds it.
-#
-# ## 4. What each rule saves: switch it off and count
-#
-# `SearchConfig(disabled={...})` switches rules off. For each rule, we run the same search
+# One rule at a time, now. For each rule, we run the same search
 # without it and compare it with the searches above: the hardware rule on the small device,
 # where it fires, the others on the default one. Each search with a rule off gets a family
 # budget (`ABLATION_MAX_FAMILIES`), and the `done` column says whether it finished within it.
@@ -440,9 +344,27 @@ print("  its block ops:", ", ".join(f"{op.kind}({', '.join(op.inputs)})"
 # such as cannot_close, saves families. A rule that fires only when a block is stored, such as
 # hardware or cost_bound, saves few families or none. What it saves is candidates: every member
 # of a stored block graph would have been instantiated and sent to the verifier. The last column
-# compares the fastest proved program (`fastest`, section 3.5) with the rule on and off.
+# compares the fastest proved program with the rule on and off. The search costs each candidate
+# at one assignment that fits, the first z3 finds: enough for branch and bound, but not always
+# that member's best. So `fastest` below costs every proved program at every assignment of
+# powers of two that fits (`feasible_assignments` lists them, checking the limits tile by tile)
+# and keeps the lowest.
 
 # %%
+from _tables import table
+from prism.cost import modeled
+from prism.ir.spec import substitute_graph
+from prism.search.audit import feasible_assignments
+
+
+def fastest(graphs, device):
+    """(µs, program): the lowest modeled latency of these programs over the assignments (powers
+    of two) that fit the device, or None when none fits."""
+    costs = [(modeled(substitute_graph(graph, env), device).latency_us, i)
+             for i, graph in enumerate(graphs) for env in feasible_assignments(graph, device)]
+    return None if not costs else (min(costs)[0], graphs[min(costs)[1]])
+
+
 runs = {}
 for rule in RULE_NAMES:
     base, on = (small_config, small) if rule == "hardware" else (config, result)
@@ -456,15 +378,13 @@ def latency(found):
     return "-" if best is None else f"{best[0]:.2f}"
 
 
-print(f"{'rule off':<20} {'families':>14} {'candidates':>11} {'proved':>9} {'seconds':>12} "
-      f"{'done':>9}  best µs (modeled)")
-for rule, (on, off) in runs.items():
-    done = "yes" if off.complete else off.stop_reason
-    print(f"{rule:<20} {on.generated:>6} → {off.generated:>5} "
-          f"{len(on.candidates):>4} → {len(off.candidates):>4} "
-          f"{len(on.equivalent):>3} → {len(off.equivalent):>3} "
-          f"{on.seconds:>5.1f} → {off.seconds:>4.1f} "
-          f"{done:>9}  {latency(on)} → {latency(off)}")
+table([(rule, f"{on.generated} → {off.generated}",
+        f"{len(on.candidates)} → {len(off.candidates)}",
+        f"{len(on.equivalent)} → {len(off.equivalent)}", f"{on.seconds:.1f} → {off.seconds:.1f}",
+        "yes" if off.complete else off.stop_reason, f"{latency(on)} → {latency(off)}")
+       for rule, (on, off) in runs.items()],
+      ["rule off", "families", "candidates", "proved", "seconds", "done", "best µs"],
+      note="modeled")
 
 # %% [markdown]
 # Look at the `dead_end_output` row: with it off, the search generates *fewer* families and
@@ -587,9 +507,9 @@ else:
 # - Every prune carries its rule, its reason and its evidence, and the evidence states its claim:
 #   `no_equivalent`, `no_feasible` or `not_better`. A rule that reads an e-graph that did not
 #   saturate claims nothing (`unproven`), and the search says it was not exhaustive.
-# - Each rule is one check with one claim, so it can be switched off and audited by name. A claim
-#   must hold for the whole search space: `not_better` needs the better program to be buildable,
-#   which is why the redundancy checks were removed.
+# - Each rule is one check with one claim, so it can be switched off and audited by name.
+#   Without any of them, the search sends thousands of programs to the verifier and does not
+#   finish (section 4 counts them).
 # - cannot_close, dead_end_inputs and abstract_expression fire early and save whole subtrees.
 #   dead_end_output, hardware and cost_bound fire when a kernel is finished and save the
 #   verifier's work. Switched off, a sound rule changes the amount of work, never the best

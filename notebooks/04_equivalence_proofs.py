@@ -8,20 +8,18 @@
 # the other with *axioms*: small identities of tensor algebra and of splitting and combining
 # tensors. The chain of rewrites is the proof.
 #
-# This notebook takes the fused RMSNorm + MatMul kernel of notebooks `01` and `02` apart, proof
-# first. It turns both programs into terms, grows an **e-graph** (the data structure that finds
-# the chain) one iteration at a time, and reads the proof step by step. Then it checks the proof
-# with a separate checker, looks at how one axiom is itself proved by the SMT solver z3, and ends
-# with a wrong kernel that the verifier refutes with a counterexample.
+# This notebook has one idea: **a proof is a chain of rewrites that anyone can replay**. It
+# takes the fused RMSNorm + MatMul kernel of notebooks `01` and `02`, turns it and its program
+# into terms, builds a toy **e-graph** (the data structure that finds the chain) and then grows
+# the real one iteration by iteration, reads the proof step by step, and checks it with a
+# separate checker that knows nothing of e-graphs. Notebook `04b` asks what the proof rests on:
+# where the axioms' own evidence comes from, and what happens to a kernel that is wrong.
 #
 # If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
 # %% tags=["parameters"]
 SHAPES = {"X": (8, 64), "W": (64, 64)}
-AXIOM = "matmul-k-partial-sums"            # the axiom whose own proof section 5 shows
-SMT_TIMEOUT_MS = 5000                       # per z3 query
-MUTANT = "accumulator red_ld_rms → red_ld_mean"   # the wrong kernel section 6 looks at
-CHECK_AT = {"gx": 4, "F": 2}                # one member, to test the mutant at a real split
+CHECK_AT = {"gx": 4, "F": 2}                # one member (the tests evaluate the proof's terms there)
 MAX_ITERATIONS = 30
 SEED = 0
 SHOW_SOLUTIONS = False                      # True: run the exercise's solution cell (make test does)
@@ -186,25 +184,26 @@ print(f"engine: (a*2)/2 and a in one class: {engine_verdict}; the toy agrees: {s
 # `comb-part`, which undoes the output's concatenation, fires last, and the terms meet.
 
 # %%
-from prism.expr.axioms import AXIOMS, AXIOMS_BY_NAME, rules
+from _tables import table
+from prism.expr.axioms import AXIOMS_BY_NAME, rules
 from prism.expr.tensor_terms import TensorAnalysis
 
-table = rules()        # every axiom of the table, as an e-graph rewrite rule
+axiom_rules = rules()        # every axiom of the table, as an e-graph rewrite rule
 analysis = TensorAnalysis({t: unfused.shape(t) for t in unfused.inputs})   # shapes of X and W
 egraph = EGraph(analysis)
 a, b = egraph.add(fused_term), egraph.add(unfused_term)
-print(f"{len(table)} axioms; the two terms start with {egraph.num_nodes} e-nodes in "
+print(f"{len(axiom_rules)} axioms; the two terms start with {egraph.num_nodes} e-nodes in "
       f"{egraph.num_classes} e-classes\n")
-print(f"{'iteration':>9} {'e-nodes':>7} {'e-classes':>9}  met?  merges by axiom")
-met, iteration = False, 0
-while not met and iteration < MAX_ITERATIONS:
-    report = egraph.run(table, iter_limit=1)
-    iteration += 1
+growth, met = [], False
+while not met and len(growth) < MAX_ITERATIONS:
+    report = egraph.run(axiom_rules, iter_limit=1)
     met = egraph.find(a) == egraph.find(b)
     fired = ", ".join(f"{name} ×{n}" if n > 1 else name
                       for name, n in report.applied.items() if n)
-    print(f"{iteration:>9} {report.nodes:>7} {report.classes:>9}  {'yes' if met else 'no ':<4}"
-          f"  {fired or '(nothing new)'}")
+    growth.append((len(growth) + 1, report.nodes, report.classes, "yes" if met else "no",
+                   fired or "(nothing new)"))
+table(growth, ["iteration", "e-nodes", "e-classes", "met?", "merges by axiom"])
+iteration = len(growth)
 print(f"\nthe terms met after {iteration} iterations" if met else "\nthe terms did not meet")
 
 # %% [markdown]
@@ -294,7 +293,7 @@ from dataclasses import replace
 from prism.errors import ProofCheckError
 from prism.expr import check_explanation
 
-check_explanation(steps, table, fused_term, unfused_term, analysis)
+check_explanation(steps, axiom_rules, fused_term, unfused_term, analysis)
 print(f"the {len(steps)}-step proof checks")
 swapped = next(i for i, s in enumerate(steps) if s.rule == "mean-of-chunk-means")
 tampered = {
@@ -305,244 +304,89 @@ tampered = {
 }
 for what, bad in tampered.items():
     try:
-        check_explanation(bad, table, fused_term, unfused_term, analysis)
+        check_explanation(bad, axiom_rules, fused_term, unfused_term, analysis)
         print(f"{what}: accepted (this would be a bug in the checker)")
     except ProofCheckError as e:
         print(f"{what}: rejected: {e}")
 
 # %% [markdown]
-# ## 5. Where an axiom's soundness comes from
-#
-# A proof is only as good as its axioms. Every axiom in the table records the kind of its
-# evidence: `smt` means that z3 proved it over unbounded tensors, with every size symbolic.
-# Tensors are functions from integer indices to the reals, and sums obey the laws of finite sums
-# (see `prism/smt.py`). `random` would mean a float64 check only. The table today:
-
-# %%
-from collections import Counter
-
-groups = Counter(ax.group for ax in AXIOMS)
-print(f"{len(AXIOMS)} axioms, evidence {dict(Counter(ax.evidence for ax in AXIOMS))}; by group: "
-      + ", ".join(f"{g} {n}" for g, n in groups.items()))
-
-# %% [markdown]
-# Take the axiom that undid the loop in step 1. An axiom is a pattern over *any* tensors, so z3
-# cannot check it once. Instead `generic_instances` enumerates every shape situation that the
-# condition admits: every rank the IR allows (1 to 4, `prism.ir.graph.MAX_RANK`; a matmul needs
-# at least 2), every dim index, each dim either literally 1 or a symbolic size. Dims that play the
-# same part are taken in one order only, since another order states the same identity. z3 proves
-# the identity for each situation, for all values and all sizes. The first lines below show a few
-# of those situations, and which ranks they cover.
-
-# %%
-from prism.expr.instances import generic_instances
-from prism.smt import prove_axiom
-
-axiom = AXIOMS_BY_NAME[AXIOM]
-print(f"{axiom.name}: {axiom.lhs} = {axiom.rhs}")
-print(f"  {axiom.statement}; condition {axiom.condition}; table evidence {axiom.evidence}")
-instances = list(generic_instances(axiom))
-for inst in instances[:4]:
-    print("  e.g.", inst.describe())
-print("  ranks of the instances' tensors:",
-      sorted({len(info.shape) for inst in instances for info in inst.leaves.values()}))
-smt = prove_axiom(axiom, timeout_ms=SMT_TIMEOUT_MS)
-print(f"z3: {smt.status}, {smt.instances} of {len(instances)} instances: {smt.detail}")
-
-# %% [markdown]
-# Proving the axioms also catches wrong ones, and a wrong axiom would make every proof that uses
-# it worthless. Here is a slip that is easy to make when writing the RMS accumulator's rule: use
-# the *sum* of the chunks' means where their *mean* belongs. z3 refutes it, and because sums are
-# uninterpreted in its encoding, the refutation is confirmed by a float64 counterexample at the
-# sizes z3 suggested. The left side comes out `ga` times the right, as it must.
-
-# %%
-wrong = replace(AXIOMS_BY_NAME["mean-of-chunk-means"], name="mean-of-chunk-sums",
-                lhs="(mean (red (part ?t ?d ?g) ?g) ?d)")
-wrong_smt = prove_axiom(wrong, timeout_ms=SMT_TIMEOUT_MS)
-print(f"{wrong.name}: {wrong.lhs} = {wrong.rhs}")
-print(f"z3: {wrong_smt.status}: {wrong_smt.detail}")
-print(f"counterexample: {wrong_smt.model}")
-
-# %% [markdown]
-# ## 6. A wrong kernel and its counterexample
-#
-# Now the other direction: a candidate that is *not* equivalent. `prism.verify.mutate` makes
-# every one-edit mutant of the fused kernel: a wrong map entry, a wrong accumulator, swapped
-# operands, an extra op. The verifier's answer for each is below. The wrong maps, and one wrong
-# accumulator, change the output's shape, so the spec check calls them `invalid` before any proof
-# is tried. The others are well formed but compute something else.
-
-# %%
-from prism.verify.mutate import mutants
-
-judged = [(m, verify(unfused, m.graph)) for m in mutants(fused)]
-print(f"{'where':<11} {'edit':<38} {'verdict':<15} how")
-for m, v in judged:
-    where, edit = m.description.split(": ", 1)
-    how = v.reason if v.verdict == "invalid" else v.method
-    print(f"{'block op ' + where.split()[2]:<11} {edit:<38} {v.verdict:<15} {how}")
-
-# %% [markdown]
-# Take the wrong accumulator, the slip notebook `01` caught by comparing with torch by hand.
-# The verifier finds it without being told what to expect. First it tries to prove the mutant:
-# the e-graph *saturates* (no axiom adds anything new) without the terms meeting. That alone is
-# not proof of a bug, since the axioms might simply be too weak. So random testing decides. The
-# mutant and the target run in the float64 interpreter on the same random inputs, and the first
-# element that differs is the counterexample.
-
-# %%
-mutant, refuted = next((m, v) for m, v in judged if MUTANT in m.description)
-print(f"{mutant.description}: {refuted.verdict} ({refuted.method})")
-print("why:", refuted.reason)
-cex = refuted.counterexample
-for key, value in cex.items():
-    print(f"  {key:<13} {f'{value:.6g}' if isinstance(value, float) else value}")
-
-# %% [markdown]
-# A counterexample should be reproducible by anyone. It records the assignment of the sizes, the
-# seed of the inputs and the index of the differing element. We redraw the inputs from the seed
-# and run both graphs in the interpreter, and torch as well. Then we test the mutant once more at
-# a member that really splits the work (`CHECK_AT`), since `gx = F = 1` means one block and one
-# iteration.
-
-# %%
-from prism.verify import float_inputs, random_test
-
-shapes = [tuple(d.value for d in unfused.shape(t)) for t in unfused.inputs]
-arrays = float_inputs(shapes, cex["seed"])
-index = (cex["output"], *cex["index"])
-expected = prism.interpret(unfused, *arrays)
-got = prism.interpret(mutant.graph, *arrays, assignment=cex["assignment"])
-torch_value = workload.reference(*arrays)[index[0]][index[1:]]
-print(f"inputs: X{list(arrays[0].shape)}, W{list(arrays[1].shape)} standard normal, seed "
-      f"{cex['seed']}; X[0, :4] = {arrays[0][0, :4].round(4)}")
-print(f"output {index[0]} at {list(index[1:])}: target {expected[index[0]][index[1:]]:.6f} "
-      f"(torch {torch_value:.6f}), mutant {got[index[0]][index[1:]]:.6f}")
-again = random_test(unfused, mutant.graph, assignments=[CHECK_AT])
-print(f"random testing at {CHECK_AT}: equal {again.equal}, "
-      f"{again.counterexample.mismatches if again.counterexample else 0} elements differ")
-
-# %% [markdown]
-# ## 7. The proof widget
+# ## 5. The proof widget
 #
 # `widgets.proof.ProofView` shows the same proof as the workbench's candidates tab does. Each
 # step's rewritten subterm is marked in the term before and after it, with the axiom's statement
 # and evidence. Below the steps is a picture of the e-graph around the class where the programs
-# met. Given the mutant's verdict, the view shows its counterexample instead.
+# met. (Given a refuted kernel's verdict, it shows the counterexample instead: notebook `04b`.)
 
 # %%
 from widgets.proof import ProofView
 
 ProofView(verdict.to_json())
 
-# %%
-ProofView(refuted.to_json())
 
 # %% [markdown]
-# ## 8. Two kernels: regrouping axioms, an `unknown`'s gap, and discovery
+# ## 6. Exercise: the axiom a proof is missing
 #
-# Mirage's own split-key attention programs (`shared/external/mirage_mugraphs/gqa_bs1.json`)
-# are two kernels. Kernel 1 splits the keys over 8 blocks and writes one partial numerator and
-# denominator per block, concatenated. Kernel 2 sums them, but in its own grouping: in graph 1
-# it loops 4 times over chunks of 2 partials, then sums the 2. Relating the two groupings takes
-# a *regrouping* axiom: a concatenation of |g| = |f|·|k| chunks, split into |f| parts that are
-# summed and then into |k| chunks that are summed, sums the |g| chunks. Its condition ties the
-# axes' sizes, so it holds where the graph fixes them (a concrete proof).
+# Back to the toy. With the one rule `(x*2)/2 → x`, the engine's e-graph cannot show that
+# `((a*1)*2)/2` equals `a`: the rule turns it into `a*1`, and nothing says that `a*1` is `a`.
+# Write the missing identity as a `Rule` (`Rule(name, lhs, rhs)`, patterns in the notation of
+# section 2, pattern variables written `?x`) and call it `my_rule`. The check runs the engine with
+# both rules and asks that the two terms meet; replays the proof that `explain` gives with
+# `check_explanation`, the independent checker of section 4; and asks z3 to prove your rule over
+# the real numbers, so that a rule that closes the proof by being wrong is refused.
 
 # %%
-from prism.workloads import mirage_corpus
+from prism.expr.rules import Rule
 
-folder = mirage_corpus.default_folder()
-if folder is None:
-    print("Mirage's corpus is not beside the repository: this section needs "
-          "shared/external/mirage_mugraphs (or $PRISM_MIRAGE_CORPUS)")
-else:
-    gqa = {name: (t, g) for name, t, g in mirage_corpus.pairs(folder) if name.startswith("gqa")}
-    gqa_target, two_kernels = gqa["gqa_bs1[1]"]
-    proved = verify(gqa_target, two_kernels)
-    regroup = [s for s in proved.steps[0] if AXIOMS_BY_NAME[s.rule].group == "regrouping"]
-    print(f"gqa_bs1[1]: {proved.verdict}, {proved.proof_steps} steps, sizes {proved.sizes}")
-    for s in regroup:
-        print(f"  {s.rule}: {s.before.at(s.path)}")
-        print(f"    ⇒ {s.after.at(s.path)}")
-    print("discovered axioms in the table:",
-          ", ".join(a.name for a in AXIOMS if a.origin == "discovered"))
-
-# %% [markdown]
-# What if that axiom were missing? The e-graph saturates without the terms meeting, so the
-# verdict is `unknown`. It also says *where* the terms came closest: following the two e-classes
-# down while some e-node of each has the same head and all children equal but one pair (of the
-# same shape), it reaches the pair no axiom joined. That pair is the identity to write.
-
-# %%
-if folder is not None:
-    without = [a.rule() for a in AXIOMS if a.name != "red-regroup"]
-    stuck = verify(gqa_target, two_kernels, table=without)
-    print(f"without red-regroup: {stuck.verdict}")
-    print(f"  candidate side: {stuck.gap['candidate']}")
-    print(f"  target side:    {stuck.gap['target']}")
-
-# %% [markdown]
-# Axiom discovery (`prism axioms discover`, after Axon) proposes identities from templates: each
-# op through each data-movement head, ops through each other, reductions over a dim of size 1,
-# and regroupings of split data under each relation of the axes' sizes. z3 decides each one, a
-# refuted one keeps its counterexample, and every new one is tried on the graphs the table
-# leaves unproven. Run against the table without its regrouping group, it finds that group again,
-# and the graph above with it.
-
-# %%
-if folder is not None:
-    from prism.expr.discover import discover
-
-    report = discover(prove_axiom, ("sum",), templates=("regrouping",),
-                      without=("regrouping",), corpus=[("gqa_bs1[1]", gqa_target, two_kernels)],
-                      check=lambda t, g, table: verify(t, g, table=table).verdict ==
-                      "equivalent")
-    print(report.text())
-
-# %% [markdown]
-# ## 9. Exercise: predict z3's counterexample
-#
-# The toy rewrite `(x*2)/2 → x` is sound. Its generalisation `(x*y)/y → x` is not, and z3 will
-# say so. Before asking it, predict: over the real numbers, at which value of `y` does
-# `(x*y)/y = x` fail? Write it as `y_counter`. The check asks z3 for a counterexample (with
-# `x` and `y` real), compares z3's `y` with yours, asks z3 whether any counterexample has another
-# `y`, and evaluates both sides in float64 numpy at your `y`.
-
-# %%
-y_counter = None     # your prediction: a number
+my_rule = None        # your rule: Rule("name", "(pattern ...)", "(pattern ...)")
 
 # %% jupyter={"source_hidden":true}
 if SHOW_SOLUTIONS:
-    y_counter = 0.0   # x/y is defined for every y but 0; z3 leaves x/0 unconstrained
+    my_rule = Rule("times-one", "(mul ?x 1)", "?x")       # x*1 -> x
 
 
 # %%
-import numpy as np
 import z3
 
+TIMES_TWO = Rule("times-two-cancels", "(div (mul ?x 2) 2)", "?x")
+EXERCISE_TERM, EXERCISE_GOAL = parse("(div (mul (mul a 1) 2) 2)"), parse("a")
 
-def check_y_counter(y_value):
-    """The oracles: z3 over the reals, and float64 numpy."""
-    x, y = z3.Reals("x y")
+
+def as_real(term, names):
+    """A pattern's term as a z3 real expression (mul, div, add, sub; numbers; ?x a real)."""
+    if term.is_leaf:
+        head = term.head
+        if head.lstrip("-").replace(".", "", 1).isdigit():
+            return z3.RealVal(head)
+        return names.setdefault(head, z3.Real(head.lstrip("?")))
+    ops = {"mul": lambda x, y: x * y, "div": lambda x, y: x / y,
+           "add": lambda x, y: x + y, "sub": lambda x, y: x - y}
+    assert term.head in ops and len(term.args) == 2, f"the check reads only {sorted(ops)}"
+    return ops[term.head](*(as_real(arg, names) for arg in term.args))
+
+
+def check_my_rule(rule):
+    """The oracles: the independent proof checker, and z3 on the rule's identity."""
+    toy_engine = EGraph()
+    start, goal = toy_engine.add(EXERCISE_TERM), toy_engine.add(EXERCISE_GOAL)
+    toy_engine.run([TIMES_TWO, rule])
+    assert toy_engine.find(start) == toy_engine.find(goal), "the terms did not meet"
+    proof = toy_engine.explain(EXERCISE_TERM, EXERCISE_GOAL)
+    check_explanation(proof, [TIMES_TWO, rule], EXERCISE_TERM, EXERCISE_GOAL)
+    names = {}
+    lhs, rhs = as_real(rule.lhs.term, names), as_real(rule.rhs.term, names)
     solver = z3.Solver()
-    solver.add((x * y) / y != x)
-    assert solver.check() == z3.sat, "z3 found no counterexample at all"
-    z3_y = solver.model()[y].as_fraction()
-    solver.add(y != z3.RealVal(str(y_value)))
-    assert solver.check() == z3.unsat, f"z3 finds a counterexample with y ≠ {y_value}"
-    with np.errstate(all="ignore"):
-        xs = np.array([1.5, -3.0, 7.25])
-        assert not np.array_equal(xs * y_value / y_value, xs), f"float64 agrees at y = {y_value}"
-    return z3_y
+    solver.add(lhs != rhs)
+    assert solver.check() == z3.unsat, f"z3 refutes {rule.name}: {solver.model()}"
+    return proof
 
 
-if y_counter is None:
-    print("exercise: write y_counter above, or set SHOW_SOLUTIONS = True")
+if my_rule is None:
+    print("exercise: write my_rule above, or set SHOW_SOLUTIONS = True")
 else:
-    print(f"exercise passed: y = {y_counter}; z3's counterexample has y = "
-          f"{check_y_counter(y_counter)}, and no other y has one")
+    exercise_proof = check_my_rule(my_rule)
+    print(f"exercise passed: {len(exercise_proof)} steps, "
+          f"{' then '.join(s.rule for s in exercise_proof)}; the checker replays them and z3 "
+          f"proves {my_rule.name}")
 
 # %% [markdown]
 # ## What to remember
@@ -550,12 +394,9 @@ else:
 # - The verifier writes both programs as terms in which every split, copy, sum and
 #   concatenation is explicit. Grid and loop sizes stay symbols, so one proof covers every
 #   member of an sGraph.
-# - An e-graph applies every axiom everywhere, keeps all results, and stops when the two terms
-#   share a class. The proof is the chain of rewrites it recorded, and a separate checker replays
-#   it with terms alone.
-# - Each axiom carries its own evidence: z3 proves it for all shapes and values, and it refutes
-#   a plausible wrong one.
-# - A candidate without a proof is not assumed wrong. Random testing looks for a counterexample
-#   that anyone can reproduce from its seed and sizes.
-# - An `unknown` names its gap, the two subterms no axiom joined; discovery proposes identities,
-#   z3 decides them, and the corpus shows which graphs each one proves.
+# - An e-graph keeps equal terms in one class, found with union-find and a hashcons. It applies
+#   every axiom everywhere, keeps all results, and stops when the two terms share a class.
+# - The proof is the chain of rewrites the e-graph recorded: one axiom at one subterm per step.
+#   A separate checker replays it with terms alone, and rejects a tampered one.
+# - A missing identity leaves the terms apart; the identity you add must itself be proved,
+#   which is what notebook `04b` does for the real axioms.

@@ -6,17 +6,22 @@
 # returns a kernel. The kernel is just worse than it should be, because the best one was in a
 # family that a rule threw away. The search does not report this, and the result looks normal.
 #
-# This notebook makes that mistake on purpose. We write a pruning rule of our own that sounds
-# right, plug it into the search, and watch it lose the fused RMSNorm + MatMul kernel. Then we
-# find the culprit with three tools, which you can use on any rule:
+# This notebook teaches one method, a checklist for every pruning rule you write:
 #
-# 1. the **per-rule counts** in the search summary;
-# 2. the **search explorer**, filtered by rule;
-# 3. the **audit** (`prism.search.audit`), which re-explores everything a rule pruned, proves
-#    what it finds there, and checks each prune's claim.
+# 1. **Audit every new rule** before you trust a search that uses it: `audit(target, name,
+#    config)` (`prism.search.audit`) re-explores everything the rule pruned, proves what it
+#    finds there, and checks each prune's claim. Section 4 times it against the search.
+# 2. When the audit finds a wrongly pruned program, find where the rule went wrong: the
+#    **per-rule counts**, the **search explorer** filtered by the rule, and the program itself,
+#    drawn, proved and run against torch.
+# 3. **Fix the claim, not only the condition**, and audit the fix.
+# 4. **Audit the fix again on a second workload and shape**: an audit is evidence about the
+#    programs it explored, not a proof for every target.
+# 5. **Know what the claim is relative to**: `not_better` means "no better *by the cost
+#    model*", and no more.
 #
-# The audit hands back the program that was wrongly pruned. We look at its picture, its proof
-# and its output against torch. Then we fix the rule, and the audit checks the fix.
+# We make the mistake on purpose: a pruning rule of our own that sounds right, plugged into the
+# search, loses the fused RMSNorm + MatMul kernel. Then we follow the checklist.
 #
 # If a word is new to you, look it up in the [glossary](GLOSSARY.md).
 
@@ -27,6 +32,7 @@ SEARCH = {"grid_dims": (1,), "max_block_ops": 4, "block_ops": ("matmul", "div", 
           "accumulators": ("nored", "red_ld_rms"), "kernel_ops": ("matmul", "rms_norm"),
           "max_kernel_ops": 2, "budget_s": 120}
 RULE = "rms_needs_whole_rows"   # the name our rule is counted, traced and audited under
+SECOND_SHAPES = {"X": (16, 128)}   # the second workload, rms_norm(X) alone, and its shape
 SEED = 0
 SHOW_SOLUTIONS = False          # True: run the exercise's solution cell (make test does)
 
@@ -45,6 +51,7 @@ SHOW_SOLUTIONS = False          # True: run the exercise's solution cell (make t
 
 # %%
 import dataclasses
+import time
 
 import prism
 from prism.cost import get_device
@@ -140,7 +147,9 @@ def rms_needs_whole_rows(ctx, family):
 # %%
 buggy = SearchConfig(**SEARCH, device=device, rules=((RULE, rms_needs_whole_rows),))
 buggy_tracer = Tracer()
+started = time.perf_counter()
 with_rule = search(workload.graph, buggy, tracer=buggy_tracer)
+search_wall_s = time.perf_counter() - started
 describe("with our rule", with_rule)
 slower = with_rule.best.modeled_us / plain.best.modeled_us
 print(f"  {slower:.2f}x the plain search's best latency (modeled)")
@@ -187,7 +196,7 @@ explorer
 # pruned, but not whether it was right to. To find out, the search would have to look inside
 # those families after all.
 #
-# ## 4. The audit
+# ## 4. The audit: step 1 of the checklist
 #
 # That is what `audit(target, rule, config)` does. It runs the search with the rule *observed*:
 # each family the rule would prune is explored anyway (the other rules still apply). Every
@@ -199,9 +208,13 @@ explorer
 # %%
 from prism.search import audit
 
+started = time.perf_counter()
 report = audit(workload.graph, RULE, buggy)
+audit_wall_s = time.perf_counter() - started
 print(f"audit of {RULE}: {report.pruned} prunes, {report.explored} families explored under "
       f"them, {report.checked} programs checked, {report.equivalent} proved equivalent")
+print(f"cost: the search took {with_rule.seconds:.2f} s, its audit {report.seconds:.2f} s, "
+      f"{report.seconds / with_rule.seconds:.1f}× the search (wall time on this CPU)")
 print(f"sound: {report.sound}; {len(report.wrong)} wrongly pruned programs")
 wrong_families = {}
 for finding in report.wrong:
@@ -212,6 +225,11 @@ for fid, found in wrong_families.items():
     print(f"    reason given: {found[0]['reason']}")
 
 # %% [markdown]
+# Read the cost line. The audit is the same search with the rule observed instead of obeyed,
+# plus the programs it completes under the prunes, so its cost is that of a search without the
+# rule: too much to run inside every search, cheap enough to run once for every new rule and
+# every workload it is meant for.
+#
 # The audit numbers families the way the plain search does, because the observed rule removes
 # nothing. So we can look for those families on the plain search's path to its winner. The
 # plain search's explorer state rebuilds the path, and a `◀` marks each family the audit named:
@@ -284,7 +302,7 @@ err = max_rel_err(prism.interpret(lost, *inputs, assignment=lost_env),
 print(f"interpreted at {lost_env}: max relative error vs torch {err:.1e}")
 
 # %% [markdown]
-# ## 6. What was wrong, and a fix
+# ## 6. What was wrong, and a fix: step 3 of the checklist
 #
 # The premise holds for the block op `rms_norm`, which normalizes one tile by that tile's own
 # RMS. It does not hold for the accumulator `red_ld_rms`. Each iteration adds the squares of its
@@ -351,15 +369,16 @@ describe("with the fixed rule", repaired)
 # by side. Compare the families column too: the fixed rule still saves work.
 
 # %%
+from _tables import table
+
 narrowed_run = search(workload.graph, narrowed)
-print(f"{'search':<24} {'families':>8} {'proved':>6} {'kernels':>7} {'best µs (modeled)':>18}"
-      f"  audit")
-for name, found, checked in (("plain", plain, None), ("first rule", with_rule, report),
-                             ("rms_norm only", narrowed_run, second),
-                             ("rms_norm, not_better", repaired, third)):
-    verdict = "-" if checked is None else ("sound" if checked.sound else "unsound")
-    print(f"{name:<24} {found.generated:>8} {len(found.equivalent):>6} "
-          f"{found.best.num_kernels:>7} {found.best.modeled_us:>18.2f}  {verdict}")
+table([(name, found.generated, len(found.equivalent), found.best.num_kernels,
+        found.best.modeled_us, "-" if checked is None else
+        ("sound" if checked.sound else "unsound"))
+       for name, found, checked in (("plain", plain, None), ("first rule", with_rule, report),
+                                    ("rms_norm only", narrowed_run, second),
+                                    ("rms_norm, not_better", repaired, third))],
+      ["search", "families", "proved", "kernels", ("best µs", ".2f"), "audit"], note="modeled")
 
 # %% [markdown]
 # Look at the `rms_norm only` row. That rule is unsound, yet on this workload it cost nothing:
@@ -367,9 +386,72 @@ for name, found, checked in (("plain", plain, None), ("first rule", with_rule, r
 # might be. The audit finds the error before it costs a kernel, which is why every built-in rule
 # is audited in the tests (`tests/search/test_audit.py`), and why `prism search --audit-rule
 # NAME` exists.
+#
+# ## 7. The fix on a second workload and shape: step 4 of the checklist
+#
+# One sound audit is evidence about one target: the families its search built, at its shapes,
+# on its device. The rule is meant for any program with an RMS in it, so we audit it again on a
+# second one: `rms_norm(X)` alone, written with `prism.Graph`, at the shapes `SECOND_SHAPES`.
+# Here the block op `rms_norm` is the whole program, so the families the rule prunes hold the
+# most direct way to compute the target; the claim is that the search finds one as fast
+# elsewhere (`red_ld_rms` and a `div` after the loop).
+
+# %%
+g = prism.Graph("rms_norm")
+g.output(g.rms_norm(g.input("X", SECOND_SHAPES["X"])))
+second_target = g.build()
+again = audit(second_target, RULE, fixed)
+second_run = search(second_target, fixed)
+print(f"audit of the fix on rms_norm(X) at {SECOND_SHAPES}: {again.pruned} prunes, "
+      f"{again.checked} checked, {again.equivalent} proved equivalent; sound: {again.sound}")
+print(f"  the search with the fix: best {second_run.best.num_kernels} kernel(s), "
+      f"{second_run.best.modeled_us:.2f} µs modeled")
 
 # %% [markdown]
-# ## 7. Exercise: a rule of your own, audited
+# Sound again, and again on programs it proved equivalent, so it was not vacuous. That is
+# evidence on two targets, not a proof for all: audit a rule once more whenever you point it at
+# a new kind of program.
+#
+# ## 8. What `not_better` is relative to: step 5 of the checklist
+#
+# The audit checks `not_better` with the cost model: a pruned program breaks the claim if it
+# *models* faster than the best the search keeps outside the prunes (at its best assignment). So
+# the claim is "not better by the model", and nothing more. Below, the search with the fixed rule
+# switched off (by its name, `SearchConfig(disabled=...)`) proves the programs the rule had
+# pruned too; we cost the fastest of them, and the best the search keeps with the rule on.
+
+# %%
+from prism.search.audit import feasible_assignments as fitting
+
+
+def best_modeled(graphs):
+    """The lowest modeled latency of these programs over every assignment that fits."""
+    return min(modeled(substitute_graph(graph, env), device).latency_us
+               for graph in graphs for env in fitting(graph, device))
+
+
+def programs(found):
+    return {dataclasses.replace(c.graph, name="") for c in found.equivalent}
+
+
+unfixed = search(workload.graph, dataclasses.replace(fixed, disabled=frozenset({RULE})))
+under = programs(unfixed) - programs(repaired)       # proved only with the rule off
+kept_us, under_us = best_modeled(programs(repaired)), best_modeled(under)
+print(f"{len(under)} programs proved only with the rule off; the fastest models at "
+      f"{under_us:.2f} µs, the best the search keeps at {kept_us:.2f} µs (modeled)")
+print(f"not_better holds by the cost model: {under_us >= kept_us * (1 - 1e-9)}")
+
+# %% [markdown]
+# The pruned programs normalize whole-row tiles with the block op `rms_norm`; the ones the search
+# keeps do it with `red_ld_rms` and a `div` after the loop. None of the pruned ones models
+# faster, so the claim holds, by the model. A GPU might rank them otherwise: the programs differ
+# in their ops and loops, which the model charges only by bytes and FLOPs (notebook `06`,
+# section 3), and the audit measures nothing. A `not_better` rule is as sound as the cost model
+# it leans on: when the model changes, audit the rule again, and where it matters, measure the
+# programs it prunes (notebook `06b`).
+
+# %% [markdown]
+# ## 9. Exercise: a rule of your own, audited
 #
 # The fix above prunes the block op `rms_norm` only inside the loop. Go further: whenever a
 # block op `rms_norm` gives the right answer, its tile holds whole rows, and `red_ld_rms` with a
@@ -418,11 +500,13 @@ else:
 # %% [markdown]
 # ## What to remember
 #
-# - A wrong pruning rule fails silently. The search still finishes and still returns a proved
-#   kernel, only a slower one.
-# - A rule's claim covers every member of the family, and the maps are still symbols when it
-#   runs. A condition that is true of *some* members is not enough for `no_equivalent`.
-# - The audit explores what the rule pruned, proves what it finds there and checks the claim.
-#   The program it returns is the evidence: draw it, read its proof, run it against torch.
-# - `SearchConfig(rules=...)` is how to try a rule of your own, and `audit(target, name,
-#   config)` is how to check it before you trust it.
+# A wrong pruning rule fails silently: the search still finishes and still returns a proved
+# kernel, only a slower one. So, for every rule you add with `SearchConfig(rules=...)`:
+#
+# 1. Audit it (`audit(target, name, config)`); it costs a search without the rule.
+# 2. If it is unsound, find where with the per-rule counts, the explorer and the program the
+#    audit returns: draw it, read its proof, run it against torch.
+# 3. Fix the claim, not only the condition: a rule's claim covers every member of the family,
+#    and the maps are still symbols when it runs.
+# 4. Audit the fix again on a second workload and shape.
+# 5. Remember that `not_better` is relative to the cost model.

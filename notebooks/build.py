@@ -6,7 +6,7 @@ follows as `key=JSON` pairs (`# %% tags=["parameters"]`). This is a reader of th
 jupytext need not be installed. The `.ipynb` files are written unexecuted, with deterministic cell
 ids, and checked in so that `prism lab` opens them; a test checks they match their sources.
 
-    .venv/bin/python notebooks/build.py           # rewrite every NN_*.ipynb
+    .venv/bin/python notebooks/build.py           # rewrite every NN_*.ipynb (and NNb_*)
     .venv/bin/python notebooks/build.py --check   # exit 1 if one is out of date
 """
 
@@ -27,8 +27,9 @@ KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python
 
 
 def sources() -> list[Path]:
-    """The notebooks' literate sources, in order: `NN_name.py`."""
-    return sorted(HERE.glob("[0-9][0-9]_*.py"))
+    """The notebooks' literate sources, in order: `NN_name.py`, and `NNb_name.py` for the second
+    half of a topic split in two (it sorts right after `NN_`, since `_` sorts before `b`)."""
+    return sorted(HERE.glob("[0-9][0-9]*_*.py"))
 
 
 def _header(rest: str) -> tuple[str, dict[str, object]]:

@@ -2,7 +2,8 @@
 routes — the cost model at the printed assignments (and on the hand-written kernel), the raw
 trace events (prunes counted, the plain search's tree linked by parent), float64 random testing
 and the interpreter against torch on the wrongly pruned program, assignment enumeration for its
-fit, and the search with the fixed rule switched off.
+fit, the search with the fixed rule switched off (on both workloads, its best costed over the
+instantiator's assignments), and the audit's and search's own clocks inside the cells' clocks.
 """
 
 from __future__ import annotations
@@ -125,3 +126,56 @@ def test_07_the_reader_s_rule_is_audited_sound_and_the_check_rejects_a_false_cla
                        r"checked, (\d+) proved equivalent; sound: True$", done.text, re.M)
     assert passed and int(passed[1]) > 0 and int(passed[3]) > 0
     assert done.oracle["exercise_rejects_no_equivalent"] is True
+
+
+@pytest.mark.slow
+def test_07_the_checklist_starts_with_auditing_every_new_rule(run):
+    done = run(STEM)
+    intro = done.nb.cells[0].source
+    steps = re.findall(r"^(\d)\. \*\*(.+?)\*\*", intro, re.M)
+    assert steps[0] == ("1", "Audit every new rule")
+    for phrase in ("Fix the claim, not only the condition",
+                   "Audit the fix again on a second workload and shape",
+                   "Know what the claim is relative to"):
+        assert phrase in intro
+
+
+@pytest.mark.slow
+def test_07_the_audit_s_cost_is_the_measured_time_against_the_search_s(run):
+    done = run(STEM)
+    timing = done.oracle["timing"]
+    assert timing["search_within_wall"] and timing["audit_within_wall"]
+    line = re.search(r"^cost: the search took ([0-9.]+) s, its audit ([0-9.]+) s, ([0-9.]+)× the "
+                     r"search \(wall time on this CPU\)$", done.text, re.M)
+    assert line, done.text
+    assert line[1] == f"{timing['search_s']:.2f}" and line[2] == f"{timing['audit_s']:.2f}"
+    assert line[3] == f"{timing['audit_s'] / timing['search_s']:.1f}"
+
+
+@pytest.mark.slow
+def test_07_the_fix_is_audited_sound_on_a_second_workload_and_shape(run):
+    done = run(STEM)
+    second = done.oracle["second"]
+    pruned, checked, equivalent, sound = second["audit"]
+    assert re.search(rf"^audit of the fix on rms_norm\(X\) at \{{'X': \(\d+, \d+\)\}}: {pruned} "
+                     rf"prunes, {checked} checked, {equivalent} proved equivalent; sound: "
+                     rf"{sound}$", done.text, re.M)
+    assert sound and pruned > 0 and equivalent > 0      # not vacuous
+    # switched off, the search finds nothing faster (the instantiator's assignments)
+    assert second["best_on_us"] == pytest.approx(second["best_off_us"], rel=1e-12)
+    assert re.search(rf"^  the search with the fix: best {second['on_kernels']} kernel\(s\), "
+                     r"[0-9.]+ µs modeled$", done.text, re.M)
+
+
+@pytest.mark.slow
+def test_07_not_better_is_checked_against_the_cost_model(run):
+    done = run(STEM)
+    nb = done.oracle["not_better"]
+    line = re.search(r"^(\d+) programs proved only with the rule off; the fastest models at "
+                     r"([0-9.]+) µs, the best the search keeps at ([0-9.]+) µs \(modeled\)$",
+                     done.text, re.M)
+    assert line, done.text
+    assert int(line[1]) == nb["under"] > 0
+    assert line[2] == f"{nb['under_us']:.2f}" and line[3] == f"{nb['kept_us']:.2f}"
+    assert (nb["under_us"] >= nb["kept_us"]) is True
+    assert "not_better holds by the cost model: True" in done.text

@@ -2,8 +2,10 @@
 required term has an entry, and each entry says truly where the term is first used.
 
 An entry is an anchor `<a id="slug"></a>`, the bold term and its definition, and a last line
-`First used in: [NN](NN_name.ipynb).` or `First used in: none.`. The slug is the term in lower
-case with every run of characters other than letters, digits and `_` replaced by `-`.
+`First used in: [NN](NN_name.ipynb).` or `First used in: none.` (`NN` is how the notebook's file
+name starts: `04`, or `04b` for the second notebook of a topic split in two). The slug is the
+term in lower case with every run of characters other than letters, digits and `_` replaced by
+`-`.
 
 The oracle for "first used in" is the notebooks' own sources, read without running them. A
 notebook *mentions* a term when its `.py` source (markdown and code, with the `# ` of wrapped
@@ -23,7 +25,8 @@ import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 GLOSSARY = NOTEBOOKS / "GLOSSARY.md"
-SOURCES = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+SOURCES = sorted(NOTEBOOKS.glob("[0-9][0-9]*_*.py"))       # in reading order: 04, 04b, 05
+NUMBERS = {p.stem.split("_")[0]: i for i, p in enumerate(SOURCES)}   # "04b" -> its index
 
 # The terms a newcomer needs (issue 23), as the glossary spells them.
 REQUIRED = (
@@ -51,7 +54,7 @@ ALIASES = {
 COMMON_WORDS = frozenset({"part"})
 
 ENTRY = re.compile(r'<a id="(?P<slug>[^"]+)"></a>\n\*\*(?P<term>[^*]+)\*\*: (?P<text>.+?)\n'
-                   r"First used in: (?:\[(?P<nn>\d\d)\]\((?P<link>[^)]+)\)|(?P<none>none))\.\n",
+                   r"First used in: (?:\[(?P<nn>\d\d[a-z]?)\]\((?P<link>[^)]+)\)|(?P<none>none))\.\n",
                    re.S)
 
 
@@ -138,7 +141,7 @@ def test_the_named_notebook_is_the_first_that_uses_the_term():
             if users:
                 wrong.append(f"{term}: says none, but {SOURCES[users[0]].stem} uses it")
             continue
-        named = int(e["nn"])
+        named = NUMBERS[e["nn"]]
         if named not in users:
             wrong.append(f"{term}: {SOURCES[named].stem} does not use it")
         elif users[0] != named and term not in COMMON_WORDS:
@@ -149,5 +152,5 @@ def test_the_named_notebook_is_the_first_that_uses_the_term():
 def test_first_used_in_links_the_named_notebook():
     for e in entries():
         if e["nn"]:
-            assert e["link"] == SOURCES[int(e["nn"])].with_suffix(".ipynb").name, e["term"]
+            assert e["link"] == SOURCES[NUMBERS[e["nn"]]].with_suffix(".ipynb").name, e["term"]
             assert (NOTEBOOKS / e["link"]).exists()

@@ -13,8 +13,9 @@ import re
 import pytest
 
 STEMS = ("00_quickstart", "01_tensor_programs_and_kernels", "02_symbolic_graphs",
-         "03_search_and_pruning", "04_equivalence_proofs", "05_triton_instantiation",
-         "06_autotuning_live", "07_debugging_a_pruning_rule", "08_your_own_program")
+         "03_search_and_pruning", "04_equivalence_proofs", "04b_axioms_and_mutants",
+         "05_triton_instantiation", "06_roofline_and_cost_model", "06b_autotuning_live",
+         "07_debugging_a_pruning_rule", "08_your_own_program")
 MAX_SECONDS = 120
 
 # -- one source of truth ----------------------------------------------------------------------

@@ -9,11 +9,10 @@ from prism.ir.serialize import graph_from_json as _from_json
 from prism.ir.spec import substitute_graph
 from prism.search import audit
 from prism.search.abstract import AbstractLimits as _Limits, AbstractTarget
-from prism.search.audit import feasible_assignments, within_limits
+from prism.search.audit import feasible_assignments
 from prism.trace import (CandidateRejected as _Rejected, CandidateUndecided as _Undecided,
                          CandidateVerified as _Verified, FamilyGenerated as _Gen,
                          FamilyPruned as _Pruned, Tracer as _Tracer)
-from prism.verify.randomized import random_test
 
 # the tree, from the raw events (not SearchState): parents, depths, the rule that pruned each
 _gen = {e.id: e for e in tracer.events if isinstance(e, _Gen)}
@@ -93,32 +92,13 @@ _dead_ends["dead_end_output"]["differs_from_torch"] = bool(
 _target = AbstractTarget(workload.graph)
 _short = AbstractTarget(workload.graph, _Limits(iterations=_target.report.iterations - 1))
 
-# 3.5: the removed check, judged without the check's code: every family it prunes (in a traced
-# rerun) takes an accumulator of a tile the same block already accumulated
-_check_tracer = _Tracer()
-_rms_base = dataclasses.replace(config, block_ops=("div",),
-                                rules=((OLD_CHECK, accumulated_twice),))
-search(rms_target, _rms_base, tracer=_check_tracer)
-_cgen = {e.id: e for e in _check_tracer.events if isinstance(e, _Gen)}
-_ACC = _re.compile(r"^block op \w+ = (?:nored|red_ld_rms)\((\w+)\)$")
-
-
-def _accumulated_before(fid):
-    tile = _ACC.match(_cgen[fid].description)[1]
-    path = _path(fid, {k: e.parent for k, e in _cgen.items()})[:-1]
-    return any((m := _ACC.match(_cgen[f].description)) and m[1] == tile for f in path)
-
-
-_check_prunes = [e.id for e in _check_tracer.events
-                 if isinstance(e, _Pruned) and e.rule == OLD_CHECK]
-_lost = _from_json(lost["graph"])
-_lost_envs = feasible_assignments(_lost, config.device)
-_lost_env = min(_lost_envs, key=lambda env: modeled(substitute_graph(_lost, env),
-                                                    config.device).latency_us)
-((_, _lost_block),) = _lost.iter_blocks()
-_accs = [op.inputs for op in _lost_block.ops if op.kind in ("nored", "red_ld_rms")]
-_old = {f"{name} {', '.join(ops)}": {"sound": rep.sound, "pruned": rep.pruned}
-        for (name, ops), (rep, _, _) in old_checks.items()}
+# 4: every rule off, counted from its raw trace (not the result's counters)
+_unpruned = {"generated": sum(isinstance(e, _Gen) for e in unpruned_tracer.events),
+             "pruned": sum(isinstance(e, _Pruned) for e in unpruned_tracer.events),
+             "candidates": sum(isinstance(e, (_Verified, _Rejected, _Undecided))
+                               for e in unpruned_tracer.events),
+             "on_candidates": sum(isinstance(e, (_Verified, _Rejected, _Undecided))
+                                  for e in tracer.events)}
 
 
 # 4: each rule's audit, traced. The observed rule prunes nothing, so the audit's run is the
@@ -195,16 +175,7 @@ print("ORACLE " + json.dumps({
                "short_nodes": _short.report.nodes},
     "fused_fits": {"default": feasible_assignments(fused, config.device),
                    "small": feasible_assignments(fused, small_device)},
-    "old_check": {"rows": _old, "prunes": len(_check_prunes),
-                  "all_accumulated_before": all(_accumulated_before(f) for f in _check_prunes),
-                  "lost_random_test": random_test(rms_target, _lost,
-                                                  assignments=[_lost_env]).equal,
-                  "lost_fits": within_limits(_lost, _lost_env, config.device),
-                  "lost_us": modeled(substitute_graph(_lost, _lost_env),
-                                     config.device).latency_us,
-                  "lost_twice_accumulated": len(_accs) != len(set(_accs)),
-                  "library_rms_norm_us": modeled(rms_target, config.device).latency_us,
-                  "library_launches": modeled(rms_target, config.device).launches},
+    "unpruned": {**_unpruned, "max_families": UNPRUNED_MAX_FAMILIES},
     "audits": {rule: {"sound": a.sound, "pruned": a.pruned, "explored": a.explored,
                       "checked": a.checked, "equivalent": a.equivalent,
                       "run_generated": sum(isinstance(e, _Gen) for e in events),
