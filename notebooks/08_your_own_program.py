@@ -274,7 +274,68 @@ for what, attempt in attempts.items():
         print(f"{what}:\n  {type(e).__name__}: {e}")
 
 # %% [markdown]
-# ## 8. What you can write
+# ## 8. Programs as people write them
+#
+# Model code rarely spells out its ops one by one. It uses `nn.Linear`, whose bias is one more
+# input, scales by a constant, and calls `F.scaled_dot_product_attention` with a mask, or writes
+# the same attention by hand with `masked_fill` and `torch.softmax`. Prism traces each of these
+# into an ordinary kernel graph: the module's weight and bias become inputs, the scale an op
+# attribute, the softmax the numerically safe one (the row's max subtracted first), and a
+# boolean mask an additive mask input. Two spellings of one computation trace to one program, so
+# the search sees one program whatever you wrote. Each trace is checked here against your torch
+# code in float64, as in section 2.
+
+# %%
+import math
+
+import torch.nn.functional as F
+
+
+class ScaledProjection(torch.nn.Module):
+    """0.5 · gelu(x Wᵀ + b): a Linear layer with its bias, an activation, a constant."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(64, 32)
+
+    def forward(self, x):
+        return 0.5 * F.gelu(self.proj(x))
+
+
+torch.manual_seed(SEED)
+projection = prism.from_module(ScaledProjection().eval(), torch.randn(8, 64))
+ops = [op.kind for op in projection.graph.ops if op.kind not in ("input", "output")]
+drawn = projection.random_inputs(SEED)
+err = max_rel_err(prism.interpret(projection.graph, *projection.graph.to_ir(drawn)),
+                  projection.reference(*drawn))
+print(f"Linear + bias + scale: inputs {list(projection.graph.inputs)}, ops {ops}")
+print(f"  traced graph vs the module (float64): max relative error {err:.1e}")
+
+ATTENTION = {"Q": (1, 4, 16), "K": (1, 6, 16), "V": (1, 6, 16), "mask": (4, 6)}
+
+
+@prism.workload(bool_inputs=("mask",), **ATTENTION)
+def sdpa(Q, K, V, mask):
+    """Attention as a library call: mask True where a query may attend."""
+    return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+
+
+@prism.workload(bool_inputs=("mask",), **ATTENTION)
+def by_hand(Q, K, V, mask):
+    """The same attention written out: scores, masked, softmax, values."""
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1) @ V
+
+
+for w in (sdpa, by_hand):
+    drawn = w.random_inputs(SEED)
+    err = max_rel_err(prism.interpret(w.graph, *w.graph.to_ir(drawn)), w.reference(*drawn))
+    kinds = [op.kind for op in w.graph.ops if op.kind not in ("input", "output")]
+    print(f"{w.name:<8} ops {kinds}; vs torch (float64): max relative error {err:.1e}")
+print("one program:", [op.kind for op in sdpa.graph.ops] == [op.kind for op in by_hand.graph.ops])
+
+# %% [markdown]
+# ## 9. What you can write
 #
 # Prism's vocabulary is its op table (`prism.ir.ops.OPS`): every op below can be fused into a
 # custom kernel or run as a pre-defined kernel op, and each has axioms proved by z3, a Triton

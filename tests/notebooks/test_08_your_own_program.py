@@ -112,3 +112,22 @@ def test_08_the_exercise_s_check_passes_the_solution_and_rejects_wrong_answers(r
     assert re.search(line, done.text, re.M), done.text[-2000:]
     rejects = done.oracle["exercise_rejects"]
     assert rejects and all(rejects), rejects
+
+
+@pytest.mark.slow
+def test_08_programs_as_people_write_them_trace_to_what_torch_computes(run):
+    """Section 8: a Linear with its bias and a constant, and attention written two ways with a
+    boolean mask, each against torch itself in float64 (the oracle cell), and the two
+    attention spellings one program (ops and attributes)."""
+    done = run(STEM)
+    oracle = done.oracle
+    assert oracle["section8_projection_err"] < 1e-12
+    assert all(err < 1e-12 for err in oracle["section8_attention_err"].values())
+    assert oracle["section8_same_program"]
+    assert re.search(r"^Linear \+ bias \+ scale: inputs \['x', 'proj_weight', 'proj_bias'\], "
+                     rf"ops {re.escape(str(oracle['section8_projection_ops']))}$", done.text, re.M)
+    printed = re.findall(r"^(sdpa|by_hand) +ops .*max relative error ([0-9.e+-]+)$", done.text,
+                         re.M)
+    assert [n for n, _ in printed] == ["sdpa", "by_hand"]
+    assert all(float(e) < 1e-12 for _, e in printed)
+    assert "one program: True" in done.text

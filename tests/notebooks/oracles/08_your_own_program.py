@@ -7,6 +7,8 @@ import sys
 import tempfile
 import textwrap
 
+import numpy as np
+
 from prism.cost import get_device, modeled as modeled_cost
 
 # The user's cell, as a file: the exact function source (its decorator included), then the
@@ -62,7 +64,33 @@ def _rejects(check, answer):
 
 _exercise_rejects = [_rejects(check_block_ops, b) for b in (
     ("matmul", "gelu"), ("matmul", "gelu", "add", "exp"), ("matmul", "matmul", "gelu", "add"))]
+# Section 8, against torch itself in float64 (not the workloads' `.reference`): the module run
+# in float64 on the drawn input, and F.scaled_dot_product_attention on the drawn Q, K, V with
+# the boolean mask the drawn additive mask stands for (0 where a key is kept)
+import copy as _copy
+
+import torch.nn.functional as _F
+_px = projection.random_inputs(SEED)
+_p_ir = projection.graph.to_user(prism.interpret(projection.graph,
+                                                 *projection.graph.to_ir(_px)))[0]
+with torch.no_grad():
+    _p_want = _copy.deepcopy(projection.module).double()(torch.from_numpy(_px[0])).numpy()
+_projection_err = float(np.abs(_p_ir - _p_want).max() / np.abs(_p_want).max())
+_attn = {}
+for _w in (sdpa, by_hand):
+    _d = _w.random_inputs(SEED)
+    _q, _k, _v = (torch.from_numpy(_d[i]) for i in range(3))
+    _keep = torch.from_numpy(_d[3] == 0)
+    _want = _F.scaled_dot_product_attention(_q, _k, _v, attn_mask=_keep).numpy()
+    _got = _w.graph.to_user(prism.interpret(_w.graph, *_w.graph.to_ir(_d)))[0]
+    _attn[_w.name] = float(np.abs(_got - _want).max() / np.abs(_want).max())
+_same_program = [(op.kind, op.attrs) for op in sdpa.graph.ops] == \
+    [(op.kind, op.attrs) for op in by_hand.graph.ops]
 print("ORACLE " + json.dumps({
+    "section8_attention_err": _attn, "section8_same_program": _same_program,
+    "section8_projection_err": _projection_err,
+    "section8_projection_ops": [op.kind for op in projection.graph.ops
+                                if op.kind not in ("input", "output")],
     "exercise_rejects": _exercise_rejects,
     "cli_code": cli["code"], "cli_best": (cli["doc"].get("best") or {}).get("config"),
     "cli_latency_us": (cli["doc"].get("best") or {}).get("latency_us"),
