@@ -857,9 +857,58 @@ def _parser() -> argparse.ArgumentParser:
                     "$PRISM_MIRAGE_CORPUS, else shared/external/mirage_mugraphs beside the repo)")
     sp.add_argument("--no-corpus", action="store_true", help="do not try the axioms on a corpus")
     sp.add_argument("--timeout", type=_seconds, default=10.0, help="z3 seconds per query")
+    _steps_commands(command)
     sp = command("lab", _cmd_lab, "JupyterLab on the notebooks (--json: print the command only)")
     sp.add_argument("--notebooks", default="notebooks")
     return p
+
+
+# -- step records (prism.steps): export-steps, check-steps ---------------------------------------
+
+def _steps_commands(command: Callable[[str, Command, str], argparse.ArgumentParser]) -> None:
+    sp = command("export-steps", _cmd_export_steps, "one record per decision of a search "
+                 "(state before, action, state after, evidence, rationale) from a trace "
+                 "written with --trace-graphs, filtered to balance action kinds")
+    sp.add_argument("trace", metavar="TRACE.jsonl")
+    sp.add_argument("--out", required=True, metavar="STEPS.jsonl")
+    sp.add_argument("--balance", type=float, default=4.0, help="a group of records keeps at "
+                    "most this many times the rarest group's (at least 64); 0: keep all")
+    sp.add_argument("--keep-duplicates", action="store_true",
+                    help="keep near-duplicate records (the same action on the same state, "
+                    "tensor numbering aside)")
+    sp = command("check-steps", _cmd_check_steps, "replay step records: each action applied "
+                 "to its state gives the next state, and the evidence re-checks; exits 1 on any "
+                 "failure")
+    sp.add_argument("steps", metavar="STEPS.jsonl")
+
+
+def _cmd_export_steps(args: argparse.Namespace) -> Any:
+    from prism.steps import export_steps
+    summary = export_steps(args.trace, args.out, balance=args.balance,
+                           dedupe=not args.keep_duplicates)
+    if args.json:
+        return {"out": args.out, **summary}
+    print(f"{'group':28} {'exported':>9} {'near-dup':>9} {'balanced':>9} {'kept':>6}")
+    for group, c in summary["groups"].items():
+        print(f"{group:28} {c['exported']:>9} {c['near_duplicates']:>9} "
+              f"{c['balanced_out']:>9} {c['kept']:>6}")
+    for why, n in summary["skipped"].items():
+        print(f"skipped {n}: {why}")
+    print(f"{summary['kept']} of {summary['exported']} records written to {args.out}")
+    return None
+
+
+def _cmd_check_steps(args: argparse.Namespace) -> Any:
+    from prism.steps import check_steps
+    report = check_steps(args.steps)
+    if not args.json:
+        for f in report.failures:
+            print(f"FAIL {f['id']} ({f['kind']}, {f['source']}): {f['problem']}")
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.checked.items()))
+        print(f"{sum(report.checked.values())} records checked ({kinds}): "
+              f"{len(report.failures)} failed")
+    result = report.to_json() if args.json else None
+    return result if report.ok else Exit(result, 1)
 
 
 def _executor_arguments(sp: argparse.ArgumentParser) -> None:

@@ -21,6 +21,8 @@ ALLOWED = {
     "cost": {"ir"},
     "instantiate": {"ir", "search", "cost"},
     "tune": {"ir", "cost", "instantiate", "trace"},
+    # step records: the search's own transitions and rules' evidence, re-checked
+    "steps": {"ir", "expr", "verify", "search", "cost", "smt", "trace"},
 }
 # heavy dependency → the only modules that may import it
 HEAVY = {

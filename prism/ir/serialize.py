@@ -98,8 +98,11 @@ def parse_json(text: str, source: str, error: type[GraphFormatError] = GraphForm
         raise error(f"{source}: JSON nests too deeply to be a graph file") from None
 
 
-def graph_from_json(doc: Any) -> KernelGraph:
-    """Parse and validate; raise `GraphFormatError` / `SpecError`, never anything else."""
+def graph_from_json(doc: Any, *, validate: bool = True) -> KernelGraph:
+    """Parse and validate; raise `GraphFormatError` / `SpecError`, never anything else.
+
+    `validate=False` leaves out `spec.check` (a search family's graph, recorded on a trace, is
+    a program being built: it has no outputs yet)."""
     from prism.ir.spec import check
     r = _Reader("graph")
     if isinstance(doc, list):
@@ -119,7 +122,8 @@ def graph_from_json(doc: Any) -> KernelGraph:
                             _tensors(r, r.field(obj, "tensors", dict)), name, interface)
     except ShapeError as e:          # the views do not fit the tensors
         raise r.fail(str(e)) from None
-    check(graph)
+    if validate:
+        check(graph)
     return graph
 
 
