@@ -7,6 +7,9 @@ redraws at most every 0.2 s, a page at a time, so a trace of 100,000 events stay
 
 - `SearchState` / `SearchExplorer` (`widgets.explorer`): the family tree, prunes per rule with
   their evidence, the candidates; run / pause / step / cancel a live search.
+- `SearchTree` (`widgets.tree`): the same state as a collapsible tree — counts per subtree,
+  children grouped by rule and reason, jump to an id, follow the newest family, the selected
+  family's partial sGraph beside its decision, audit findings, two candidates side by side.
 - `ProofState`, `CounterexampleState` / `ProofView` (`widgets.proof`): a candidate's proof step
   by step, the rewritten subterms marked, or where it differs from the target.
 - `TuningState` / `TuningMonitor` (`widgets.tuning`): latencies by kind as they are measured,
@@ -26,6 +29,7 @@ redraws at most every 0.2 s, a page at a time, so a trace of 100,000 events stay
 from widgets.blocks import BlockState, BlockView
 from widgets.explorer import SearchExplorer, SearchState
 from widgets.proof import CounterexampleState, ProofState, ProofView
+from widgets.tree import SearchTree
 from widgets.tuning import TuningMonitor, TuningState
 from widgets.workbench import Workbench
 
@@ -37,6 +41,7 @@ __all__ = [
     "ProofView",
     "SearchExplorer",
     "SearchState",
+    "SearchTree",
     "TuningMonitor",
     "TuningState",
     "Workbench",

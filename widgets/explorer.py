@@ -6,13 +6,16 @@
 `SearchState` consumes search events one at a time (`state.add(event)`) and answers queries: the
 family tree (`FamilyGenerated.id` / `parent`), each family's status — `kept` (generated, not
 pruned) or `pruned` (rule, reason, evidence) — the candidates under their family (`verified`,
-`rejected`, `undecided`), counts per rule and per status, and pages of rows under a filter. It is
-plain Python: no Jupyter, and every query costs the page it returns, not the trace, so 100,000
-families cost nothing to look at.
+`rejected`, `undecided`), counts per rule and per status, pages of rows under a filter, and for
+the tree view (`widgets.tree`) each subtree's counts, each node's children grouped by rule and
+reason, and an audit's findings (`add_audit`). It is plain Python: no Jupyter, and every query
+costs what it returns, not the trace (the tree's counts and groups are kept as events arrive, in
+O(depth) an event), so 100,000 families cost nothing to look at.
 
 `SearchExplorer` is the view: a rule and a status filter, one page of rows as an HTML table, the
 selected row's details, a bar chart of prunes per rule, and run / pause / step / cancel for a live
-search (a replayed or listening view has no run of its own, so it shows no controls). Pausing
+search (a replayed or listening view has no run of its own, so it shows no controls); views
+over the same state (`also_draw`, e.g. `SearchTree.of(explorer)`) redraw with it. Pausing
 stops the run's budget clock (`BudgetClock`) as well as its events, so a paused search spends
 none of its time budget; the progress line says when a pause or a cancel took effect. It redraws
 at most every `REDRAW_S` seconds, from a timer thread (`Throttle`), so neither the search nor the
@@ -94,6 +97,13 @@ class SearchState:
         self._rule: dict[str, dict[str, None]] = {}
         self._kids: dict[str | None, list[str]] = {}
         self._rules: dict[str, None] = {}             # rule names: seen, or named by a summary
+        # the tree's indexes, kept as events arrive so that a query costs what it returns:
+        # the counts of each node's descendants (a node's own counts are `_own(node)`), and
+        # each node's children by group (`group_of`) and reason, in arrival order
+        self._below: dict[str | None, dict[str, int]] = {}
+        self._groups: dict[str | None, dict[str, dict[str, dict[str, None]]]] = {}
+        self.newest: str | None = None                # the family generated or pruned last
+        self.audit: dict[str, list[dict[str, Any]]] = {}   # family → an audit's findings on it
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -133,8 +143,13 @@ class SearchState:
         # the engine generates a family before pruning it; a trace cut short may not have
         node = self._nodes.get(e.id) or self._family(e.id, e.parent, e.seq, "", None)
         del self._status[node.status][node.id]
+        before = self._own(node)
+        self._ungroup(node)
         node.status, node.rule, node.reason, node.evidence = "pruned", e.rule, e.reason, \
             e.evidence
+        self._group(node)
+        self._spread(node.parent, _minus(self._own(node), before))
+        self.newest = node.id
         self._status["pruned"][node.id] = None
         self._rule.setdefault(e.rule, {})[node.id] = None
         self._rules.setdefault(e.rule, None)
@@ -154,10 +169,64 @@ class SearchState:
             siblings = self._kids.get(old.parent, [])
             if old.id in siblings:
                 siblings.remove(old.id)
+            self._ungroup(old)
+            self._spread(old.parent, _minus({}, self._subtree(old)))
             del self._nodes[old.id]
         self._nodes[node.id] = node
         self._status[node.status][node.id] = None
         self._kids.setdefault(node.parent, []).append(node.id)
+        self._group(node)
+        # its own counts and those of descendants that arrived before it (out of order)
+        self._spread(node.parent, self._subtree(node))
+        if node.kind == "family":
+            self.newest = node.id
+
+    # -- the tree's indexes ------------------------------------------------------------------
+
+    def _own(self, node: Node) -> dict[str, int]:
+        """What one row adds to the counts of every subtree it is in."""
+        own = {node.status: 1}
+        if node.kind == "family":
+            own["families"] = 1
+            if node.rule is not None:
+                own["pruned " + node.rule] = 1
+            if node.id in self.audit:
+                own["findings"] = len(self.audit[node.id])
+        return own
+
+    def _subtree(self, node: Node) -> dict[str, int]:
+        return _plus(self._own(node), self._below.get(node.id, {}))
+
+    def _spread(self, parent: str | None, delta: Mapping[str, int]) -> None:
+        """Add `delta` to the descendant counts of `parent` and every node above it, up to the
+        search's root (None) or a parent not yet seen (its counts wait for it): O(depth)."""
+        at, steps = parent, 0
+        while True:
+            below = self._below.setdefault(at, {})
+            for key, n in delta.items():
+                below[key] = below.get(key, 0) + n
+            if at is None:
+                return
+            node = self._nodes.get(at)
+            steps += 1
+            if node is None or steps > len(self._nodes):    # not seen yet, or a cycle
+                return
+            at = node.parent
+
+    def _group(self, node: Node) -> None:
+        head, reason = group_of(node)
+        self._groups.setdefault(node.parent, {}).setdefault(head, {}) \
+            .setdefault(reason, {})[node.id] = None
+
+    def _ungroup(self, node: Node) -> None:
+        head, reason = group_of(node)
+        heads = self._groups.get(node.parent, {})
+        reasons = heads.get(head, {})
+        reasons.get(reason, {}).pop(node.id, None)
+        if not reasons.get(reason, True):
+            del reasons[reason]
+        if not reasons and head in heads:
+            del heads[head]
 
     def _summarize(self, summary: dict[str, Any]) -> None:
         self.summary = summary
@@ -247,6 +316,127 @@ class SearchState:
             out["graph"] = n.graph
         return out
 
+    # -- the tree ----------------------------------------------------------------------------
+
+    def subtree(self, node_id: str | None = None) -> Subtree:
+        """The counts of the subtree under `node_id`, the node itself included; `None`: the
+        whole search. Kept as events arrive, so this costs nothing however big the subtree."""
+        if node_id is None:
+            counts = dict(self._below.get(None, {}))
+        else:
+            counts = self._subtree(self._nodes[node_id])
+        return Subtree.of(counts)
+
+    def groups(self, node_id: str | None) -> list[Group]:
+        """The children of `node_id` in groups: families by status (`kept`) or by the rule that
+        pruned them, candidates by verdict; each group's reasons with their counts, most
+        first. Costs the number of groups and reasons, not of children."""
+        out = []
+        for head, reasons in self._groups.get(node_id, {}).items():
+            tally = sorted(((r, len(ids)) for r, ids in reasons.items() if ids),
+                           key=lambda rc: -rc[1])
+            if tally:
+                out.append(Group(head, sum(n for _, n in tally), tally))
+        return sorted(out, key=lambda g: (_HEAD_ORDER.get(g.head, 1), -g.count))
+
+    def group_rows(self, node_id: str | None, head: str, reason: str | None = None,
+                   start: int = 0, count: int = PAGE_SIZE) -> list[Node]:
+        """Rows `start` to `start + count` of one group of `node_id`'s children (of one of its
+        reasons, or of all of them in turn), in arrival order."""
+        reasons = self._groups.get(node_id, {}).get(head, {})
+        ids = (reasons.get(reason, {}) if reason is not None
+               else itertools.chain.from_iterable(reasons.values()))
+        return [self._nodes[i] for i in itertools.islice(ids, start, start + count)]
+
+    def row(self, node_id: str) -> Node:
+        """One row itself (a `KeyError` for an unknown id); `node()` gives it as plain values."""
+        return self._nodes[node_id]
+
+    def has_children(self, node_id: str | None) -> bool:
+        return bool(self._groups.get(node_id))
+
+    def path(self, node_id: str) -> list[str]:
+        """The ancestors of `node_id`, then the node: the rows a jump to it opens."""
+        return [*self.ancestors(node_id), node_id]
+
+    def find(self, text: str) -> str | None:
+        """The row a person means by `text`: an id (`f123`, `c45`), any case, a bare number
+        taken as a family's; None when there is no such row."""
+        key = text.strip()
+        for guess in (key, key.lower(), "f" + key if key.isdigit() else ""):
+            if guess in self._nodes:
+                return guess
+        return None
+
+    def add_audit(self, report: Any) -> int:
+        """Mark the families an audit found wrongly pruned (`prism.search.audit`'s
+        `AuditReport`, or its JSON as `prism search --audit-rule R --json` prints it). The
+        audit numbers families as the plain search does, so its findings land on this trace's
+        families. Returns how many findings it marked (a family not on the trace waits)."""
+        found = report.get("wrongly_pruned", []) if isinstance(report, dict) else report.wrong
+        for finding in found:
+            fid = str(finding["family"])
+            node = self._nodes.get(fid)
+            before = self._own(node) if node is not None else {}
+            self.audit.setdefault(fid, []).append(dict(finding))
+            if node is not None:
+                self._spread(node.parent, _minus(self._own(node), before))
+        return len(found)
+
+
+_HEAD_ORDER = {"verified": 0, "rejected": 0, "undecided": 0, "kept": 0}   # before the prunes
+
+
+def group_of(node: Node) -> tuple[str, str]:
+    """A row's group among its siblings and its reason there: a pruned family's rule and
+    reason, a candidate's verdict and (undecided) why, a kept family's status."""
+    if node.status == "pruned" and node.rule is not None:
+        return node.rule, node.reason
+    return node.status, node.reason
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One group of a node's children: `head` is a rule or a status; `reasons` each with how
+    many children it covers, most first."""
+
+    head: str
+    count: int
+    reasons: list[tuple[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Subtree:
+    """The counts of a subtree: its families (kept, pruned per rule), its candidates by
+    verdict, and the audit's findings on its families."""
+
+    families: int = 0
+    kept: int = 0
+    pruned: dict[str, int] = field(default_factory=dict)
+    verified: int = 0
+    rejected: int = 0
+    undecided: int = 0
+    findings: int = 0
+
+    @classmethod
+    def of(cls, counts: Mapping[str, int]) -> Subtree:
+        pruned = {k.split(" ", 1)[1]: n for k, n in counts.items()
+                  if k.startswith("pruned ") and n}
+        return cls(counts.get("families", 0), counts.get("kept", 0), pruned,
+                   counts.get("verified", 0), counts.get("rejected", 0),
+                   counts.get("undecided", 0), counts.get("findings", 0))
+
+
+def _plus(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for key, n in b.items():
+        out[key] = out.get(key, 0) + n
+    return out
+
+
+def _minus(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    return _plus(a, {key: -n for key, n in b.items()})
+
 
 # -- the view ------------------------------------------------------------------------------------
 
@@ -276,6 +466,7 @@ class SearchExplorer(LiveView):
         self._drawing: int | None = None          # the thread setting the widgets, if any
         self._draw_lock = threading.RLock()       # one redraw at a time (timer or kernel)
         self._throttle = Throttle(self.redraw, interval)
+        self.also_draw: list[Callable[[], None]] = []    # views over this state (the tree)
 
         self.rule = w.Dropdown(options=[("any rule", ANY)], value=ANY, description="rule")
         self.status = w.Dropdown(options=[("any status", ANY), *((s, s) for s in STATUSES)],
@@ -300,8 +491,9 @@ class SearchExplorer(LiveView):
         self.controls = w.HBox([self.run_button, self.pause_button, self.step_button,
                                 self.cancel_button], layout=w.Layout(display="none"))
         filters = w.HBox([self.rule, self.status, self.prev, self.page_label, self.next])
-        self.widget = w.VBox([w.HBox([self.controls, self.progress]), self.chart, filters,
-                              self.table, self.select, self.detail])
+        self.header = w.HBox([self.controls, self.progress])
+        self.table_view = w.VBox([self.chart, filters, self.table, self.select, self.detail])
+        self.widget = w.VBox([self.header, self.table_view])
 
         self.rule.observe(self._on_filter, names="value")
         self.status.observe(self._on_filter, names="value")
@@ -518,6 +710,8 @@ class SearchExplorer(LiveView):
         finally:
             self._drawing = None
         self._draw_detail()
+        for draw in self.also_draw:
+            draw()
 
     def _draw_detail(self) -> None:
         selected = self.select.value

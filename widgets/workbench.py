@@ -8,6 +8,7 @@ over one stream of events.
     Workbench(..., out="run/")                 # the run's kernel.py, PTX and report land there
     bench.export("winner/")                    # the winner taken away: kernel.py, PTX, report
 
+Its search tab shows the search as a tree (`SearchTree`), the explorer's table one click away.
 It is a listener like its parts: every event goes to the `SearchExplorer`, the `TuningMonitor`
 and the candidate list (verified and rejected candidates carry their sGraph JSON; the check
 stage's summary names the winner; the candidates tab selects it by default and shows its id,
@@ -30,6 +31,7 @@ from prism.errors import PrismError
 from prism.ir.graph import KernelGraph
 from prism.trace import CandidateRejected, CandidateVerified, Event, StageFinished, read_jsonl
 from widgets.explorer import SearchExplorer
+from widgets.tree import SearchTree
 from widgets.tuning import TuningMonitor
 
 WINNER = "winner"      # the candidate list's entry for the pipeline's best kernel
@@ -44,6 +46,7 @@ class Workbench:
         self.target = target
         self.out = Path(out) if out is not None else None
         self.explorer = SearchExplorer()
+        self.tree = SearchTree.of(self.explorer)
         self.tuning = TuningMonitor()
         self.candidates: dict[str, CandidateVerified | CandidateRejected] = {}
         self.winner: dict[str, Any] | None = None      # the check stage's summary
@@ -58,18 +61,31 @@ class Workbench:
         self.advice = w.HTML()          # what an advisor said and did (`prism.advice`), if any
         self.choice.observe(lambda _: self._show(), names="value")
         self.export_button.on_click(lambda _: self._export_clicked())
-        self.widget = w.Tab(children=[self.explorer.widget,
+        # the search tab: the run's controls, then the tree, or the table one click away
+        self.search_view = w.ToggleButtons(options=["tree", "table"], value="tree",
+                                           description="view")
+        self.search_view.observe(lambda _: self._switch(), names="value")
+        # boxes of their own: the explorer's widget, shown elsewhere, keeps its table shown
+        self._views = {"tree": w.VBox([self.tree.widget]),
+                       "table": w.VBox([self.explorer.table_view])}
+        self.widget = w.Tab(children=[w.VBox([self.explorer.header, self.search_view,
+                                              *self._views.values()]),
                                       w.VBox([w.HBox([self.choice, self.export_button,
                                                       self.exported]), self.advice,
                                               self.detail]),
                                       self.tuning.widget])
         for k, title in enumerate(("search", "candidates", "tuning")):
             self.widget.set_title(k, title)
+        self._switch()
         if target is not None:
             options = {"device": device, "measure": measure, "budget_s": budget_s,
                        "search_config": search_config, "max_trials": max_trials,
                        "compile_ptx": compile_ptx, "out": self.out, "advice": advice}
             self._prepare(target, options)
+
+    def _switch(self) -> None:
+        for name, box in self._views.items():
+            box.layout.display = None if name == self.search_view.value else "none"
 
     # -- feeding -------------------------------------------------------------------------
 

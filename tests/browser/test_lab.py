@@ -354,3 +354,97 @@ def test_the_per_block_view_follows_its_controls(lab):
         finally:
             page.screenshot(path=str(OUTPUT / "blocks-final.png"), full_page=True)
             browser.close()
+
+
+# A finished run that kept every family's partial sGraph, replayed into a workbench: its search
+# tab opens on the tree. The cell prints what the test looks for: the top family, the groups its
+# children form (as the tree labels them), a deep pruned family, two candidates.
+TREE_CELLS = [
+    """import dataclasses, prism, widgets
+from prism.search import SearchConfig
+from widgets.tree import group_text
+w = prism.get_workload("rmsnorm_matmul").with_shapes(X=(8, 64), W=(64, 64))
+cfg = SearchConfig(grid_dims=(1,), max_block_ops=4, block_ops=("matmul", "div", "rms_norm"),
+                   accumulators=("nored", "red_ld_rms"), budget_s=120, record_graphs=True)
+result = prism.superoptimize(w, search_config=cfg, max_trials=2, compile_ptx=False)
+bench = widgets.Workbench.from_trace(result.trace)
+state = bench.explorer.state
+top = max(state.children(None), key=lambda f: len(state.children(f)))
+deep = max(state.filter(status="pruned", page_size=10**6), key=lambda n: len(state.ancestors(n.id)))
+pair = [n.id for n in state.filter(status="verified", page_size=2)]
+print("top", top, "deep", deep.id, "pair", *pair)
+for g in state.groups(top):
+    print("group", group_text(g))
+bench""",
+]
+
+
+def test_the_search_as_a_tree(lab):
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(lab["home"] / "tree.ipynb", TREE_CELLS)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            open_and_run_all(page, lab, "tree", "tree.ipynb")
+            out = outputs(page, 0)
+            tree = out.locator(".prism-tree")
+            tree.first.wait_for(timeout=120_000)
+            printed = out.filter(has_text="deep").first.inner_text()
+            words = printed.split("\n")[0].split()
+            top, deep, first, second = words[1], words[3], words[5], words[6]
+            groups = [line.split("group ", 1)[1] for line in printed.split("\n")
+                      if line.startswith("group ")]
+            assert groups, printed
+            root = tree.locator(".prism-tree-node").first
+            assert "families" in root.inner_text() and "pruned (" in root.inner_text()
+
+            # expand the top family: its children, grouped by rule and reason, with counts
+            node = tree.locator(f".prism-tree-node[data-id='{top}']")
+            node.locator(".prism-tree-toggle").click()
+            drawn = tree.locator(".prism-tree-group")
+            drawn.nth(len(groups)).wait_for(timeout=30_000)     # the root's groups, then these
+            shown = [drawn.nth(i).inner_text().strip(" ▸▾\u00a0") for i in range(drawn.count())]
+            for label in groups:
+                assert label in shown, (label, shown)
+            assert any(" children — " in label for label in groups), groups
+            shot(page, tree.first, "tree.png")
+
+            # jump to a deep family: the tree opens down to it and selects it
+            box = out.get_by_placeholder("f123 or c45, then enter")
+            box.fill(deep)
+            box.press("Enter")
+            chosen = tree.locator(f".prism-tree-node.selected[data-id='{deep}']")
+            chosen.wait_for(timeout=30_000)
+            detail = out.locator(".widget-html-content").filter(has_text=f"{deep} — pruned")
+            detail.first.wait_for(timeout=30_000)
+            assert "pruned by" in detail.first.inner_text()
+            assert out.locator(".widget-html-content svg").count() >= 1     # its partial sGraph
+
+            # click another row: its decision replaces the first
+            other = tree.locator(".prism-tree-node[data-id]:not(.selected)").last
+            other_id = other.get_attribute("data-id")
+            other.click()
+            tree.locator(f".prism-tree-node.selected[data-id='{other_id}']").wait_for(
+                timeout=30_000)
+            out.locator(".widget-html-content").filter(
+                has_text=f"{other_id} — ").first.wait_for(timeout=30_000)
+            shot(page, chosen.first if chosen.count() else tree.first, "tree-selected.png")
+
+            # two candidates side by side: graphs, proofs, the structural diff
+            for placeholder, cid in (("c1", first), ("c2", second)):
+                field = out.get_by_placeholder(placeholder, exact=True)
+                field.fill(cid)
+                field.press("Enter")
+            compare = out.locator(".widget-html-content").filter(has_text="structural diff")
+            compare.first.wait_for(timeout=30_000)
+            assert compare.first.locator("table.prism-compare svg").count() >= 2
+            text = compare.first.inner_text()
+            assert f"--- {first}" in text and f"+++ {second}" in text
+            assert compare.first.locator("li").count() >= 1 or "proof" in text.lower()
+            shot(page, compare.first, "tree-compare.png")
+        finally:
+            page.screenshot(path=str(OUTPUT / "tree-final.png"), full_page=True)
+            browser.close()
