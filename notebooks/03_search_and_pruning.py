@@ -465,6 +465,26 @@ print("rows under the filter:", explorer.state.count(rule="cost_bound"))
 explorer
 
 # %% [markdown]
+# The same search as a **tree** (`SearchTree`, the workbench's default view of a search). Each
+# family shows the counts of everything under it, and its children come in groups, one per rule
+# that pruned them and one for those kept. Below, the tree jumps to the same cost_bound prune:
+# the path to it opens and the prune is selected. The counts it draws are the state's, so they
+# can be read in code too:
+
+# %%
+from widgets import SearchTree
+from widgets.tree import counts_text, group_text
+
+tree = SearchTree.of(explorer)
+tree.jump_to(bounded[0].id)
+print("the whole search:", counts_text(explorer.state.subtree(None)))
+top = explorer.state.path(bounded[0].id)[0]
+print(f"under {top}:", counts_text(explorer.state.subtree(top)))
+for group in explorer.state.groups(top):
+    print("  " + group_text(group))
+tree
+
+# %% [markdown]
 # ## 6. Exercise: count the prunes from the trace
 #
 # The summary of section 1 counted the families each rule pruned. Count them yourself from the

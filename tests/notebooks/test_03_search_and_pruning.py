@@ -232,3 +232,21 @@ def test_03_the_promised_count_every_rule_off_is_what_its_trace_holds(run):
                      if c.cell_type == "markdown")
     assert "section 4 switches every rule off and counts how many it then sends to the " \
            "verifier" in prose.replace("# ", "")
+
+
+@pytest.mark.slow
+def test_03_the_tree_counts_what_the_raw_events_hold(run):
+    """Section 5's tree: the counts printed under the top family of the jump's path, and its
+    children's groups, against the raw events walked by parent links (the oracle cell)."""
+    done = run(STEM)
+    tree = done.oracle["search_tree"]
+    line = re.search(rf"^under {tree['top']}: (\d+) families · (\d+) kept · (\d+) pruned "
+                     r"\(([^)]*)\)", done.text, re.M)
+    assert line, done.text
+    assert int(line[1]) == tree["families"] and int(line[2]) == tree["kept"]
+    assert int(line[3]) == sum(tree["pruned"].values())
+    assert dict((r, int(n)) for r, n in (x.rsplit(" ", 1) for x in line[4].split(", "))) == \
+        tree["pruned"]
+    groups = dict(re.findall(r"^  (\w+): (\d+) child(?:ren)?", done.text, re.M))
+    families = {head: int(n) for head, n in groups.items() if head in tree["groups"]}
+    assert families == tree["groups"]

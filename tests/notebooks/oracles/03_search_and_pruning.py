@@ -146,6 +146,20 @@ def _rejects(check, answer):
     return False
 
 
+# the tree's counts under the top family of the jump's path, from the raw events: its
+# descendants by parent links, each kept or pruned by a rule, and its children grouped
+_top = _path(bounded[0].id)[0]
+_under = [fid for fid in _gen if _top in _path(fid)]
+_tree_pruned = {}
+for _fid in _under:
+    if _fid in _rule:
+        _tree_pruned[_rule[_fid]] = _tree_pruned.get(_rule[_fid], 0) + 1
+_tree_groups = {}
+for _fid, _p in _parent.items():
+    if _p == _top:
+        _head = _rule.get(_fid, "kept")
+        _tree_groups[_head] = _tree_groups.get(_head, 0) + 1
+
 _exercise_rejects = [*(_rejects(check_prunes, {**prunes_by_rule, r: n + 1})
                        for r, n in list(prunes_by_rule.items())[:2]),
                      _rejects(check_prunes, {})]
@@ -187,4 +201,7 @@ print("ORACLE " + json.dumps({
                       "on_plus_equivalent": len(_on[rule].equivalent) + a.equivalent}
                for rule, (a, events) in _audits.items()},
     "dead_end_output_missing": _missing,
+    "search_tree": {"top": _top, "families": len(_under), "pruned": _tree_pruned,
+             "kept": len(_under) - sum(_tree_pruned.values()), "groups": _tree_groups,
+             "path": _path(bounded[0].id)},
     "max_families": ABLATION_MAX_FAMILIES, "small_smem": SMALL_SMEM_BYTES}))
