@@ -103,19 +103,22 @@ def test_advice_reorders_tuning_and_narrows_the_search_but_every_finalist_is_pro
     assert narrow.best is None or narrow.best.proved
 
 
+class GatedMLP(torch.nn.Module):
+    """SwiGLU as model code writes it: two bias-free Linear layers, SiLU, a product."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = torch.nn.Linear(64, 64, bias=False)
+        self.up = torch.nn.Linear(64, 64, bias=False)
+
+    def forward(self, x):
+        return F.silu(self.gate(x)) * self.up(x)
+
+
 @pytest.mark.skipif(not interpreting(), reason="runs kernels in Triton's interpreter")
 def test_a_users_advisor_sees_each_region_and_its_skip_is_obeyed(cases, tmp_path):
-    class MLP(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.gate = torch.nn.Linear(64, 64, bias=False)
-            self.up = torch.nn.Linear(64, 64, bias=False)
-
-        def forward(self, x):
-            return F.silu(self.gate(x)) * self.up(x)
-
     torch.manual_seed(0)
-    model, seen = MLP().eval(), []
+    model, seen = GatedMLP().eval(), []
 
     def advisor(summary: str) -> dict:
         seen.append(summary)
@@ -144,17 +147,8 @@ def test_a_compiled_regions_advice_is_on_its_trace_and_in_the_workbench(cases, t
     from prism.trace import read_jsonl
     from widgets.workbench import Workbench
 
-    class Gated(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.gate = torch.nn.Linear(64, 64, bias=False)
-            self.up = torch.nn.Linear(64, 64, bias=False)
-
-        def forward(self, x):
-            return F.silu(self.gate(x)) * self.up(x)
-
     torch.manual_seed(0)
-    model = Gated().eval()
+    model = GatedMLP().eval()
     compiled = pc.compile(model, out=tmp_path / "regions", cache_dir=tmp_path / "c",
                           search_config=cases.reduced("swiglu"), rest="eager")
     x = torch.randn(8, 64)
