@@ -281,6 +281,10 @@ def _search_config(args: argparse.Namespace, base: Any = None) -> Any:
         kw["split_loops"] = args.split_loops
     if getattr(args, "trace_graphs", False):
         kw["record_graphs"] = True
+    kw["order"] = getattr(args, "order", "canonical")
+    if kw["order"] == "learned":    # torch only now: the model is built outside the search
+        from prism.learn import learned_order
+        kw["order"] = learned_order(args.order_model)
     return replace(base, **kw) if base is not None else SearchConfig(**kw)
 
 
@@ -958,6 +962,12 @@ def _search_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--kernel-ops", help="pre-defined kernel ops to allow, comma-separated")
     sp.add_argument("--accumulators", help="accumulators to allow, comma-separated")
     sp.add_argument("--seed", type=_natural, default=0, help="0: canonical order")
+    sp.add_argument("--order", default="canonical", metavar="ORDER",
+                    help="the order each node tries its children in: canonical (default), "
+                    "analytic (by the modeled lower bound) or learned (by the trained "
+                    "evaluator, prism.learn); the same programs are found under each")
+    sp.add_argument("--order-model", metavar="F", help="the learned order's weights (default: "
+                    "the committed prism/learn/evaluator.pt)")
     sp.add_argument("--trace-graphs", action="store_true", help="record each family's partial "
                     "sGraph on the trace (about 10 KB a family)")
 

@@ -23,6 +23,9 @@ ALLOWED = {
     "tune": {"ir", "cost", "instantiate", "trace"},
     # step records: the search's own transitions and rules' evidence, re-checked
     "steps": {"ir", "expr", "verify", "search", "cost", "smt", "trace"},
+    # the learned evaluator: trained on searches' states and the tuner's configurations; the
+    # search takes its order as a value (`SearchConfig.order`), never importing it
+    "learn": {"ir", "cost", "search", "steps", "trace", "instantiate", "workloads", "pipeline"},
 }
 # heavy dependency → the only modules that may import it
 HEAVY = {
@@ -31,7 +34,9 @@ HEAVY = {
               # the microbenchmarks' buffers (their kernels load through triton_backend)
               "prism/tune/calibrate.py",
               # the torch.compile backend: Dynamo's graphs are its input
-              "prism/dynamo.py"},
+              "prism/dynamo.py",
+              # the learned evaluator's network (only when the learned order is asked for)
+              "prism/learn/model.py"},
     "graphviz": {"prism/ir/render.py"},
     "z3": {"prism/smt.py"},
     "triton": {"prism/instantiate/triton_backend.py"},

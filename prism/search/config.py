@@ -26,6 +26,8 @@ from prism.cost.devices import DeviceSpec, default_device, get_device
 from prism.errors import PrismError, UnknownDeviceError
 from prism.ir.ops import BLOCK, KERNEL, OPS
 from prism.search.abstract import AbstractLimits
+from prism.search.order import Order
+from prism.search.order import problem as order_problem
 from prism.search.pruning import RULES
 from prism.verify.equiv import Limits
 
@@ -86,6 +88,11 @@ class SearchConfig:
     # whatever `max_custom_kernels` says; verified as every candidate is. Off in Prism's
     # defaults.
     split_loops: bool = False
+    # The order a node tries its children in (`prism.search.order`): "canonical" (the
+    # generator's own), "analytic" (by the family's modeled lower bound), or an `Order`
+    # (the learned one: `prism.learn.learned_order()`). Only the order: the same programs are
+    # valid and proven under every order.
+    order: str | Order = "canonical"
 
     def __post_init__(self) -> None:
         if not isinstance(self.device, DeviceSpec):
@@ -141,6 +148,9 @@ class SearchConfig:
         if odd:
             out.append(f"unknown concrete parameter(s) {', '.join(odd)}; choose from "
                        f"{', '.join(CONCRETE_PARAMS)}")
+        why = order_problem(self.order)
+        if why:
+            out.append(why)
         known = (*RULE_NAMES, *given)
         bad = sorted(set(self.disabled) - set(known))
         if bad:
@@ -167,4 +177,9 @@ class SearchConfig:
                                   "dtype_bytes": self.device.dtype_bytes},
                 **({"user_rules": [name for name, _ in self.rules]} if self.rules else {}),
                 **({"concrete": sorted(self.concrete)} if self.concrete else {}),
-                **({"split_loops": True} if self.split_loops else {})}
+                **({"split_loops": True} if self.split_loops else {}),
+                **({"order": self.order_name} if self.order_name != "canonical" else {})}
+
+    @property
+    def order_name(self) -> str:
+        return self.order if isinstance(self.order, str) else self.order.name

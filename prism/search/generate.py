@@ -53,6 +53,7 @@ from prism.ir.graph import Map
 from prism.ir.ops import OPS, data_dim
 from prism.search.concrete import OPEN_PARAMS, OpenChoice, omap_choices, open_choices
 from prism.search.config import SearchConfig
+from prism.search.order import ordered, resolve
 from prism.search.pruning import (
     RULES,
     Context,
@@ -104,6 +105,7 @@ class Generator:
         self.quick = observe not in ("cannot_close", "abstract_expression") and \
             not config.record_graphs and RULES.get("cannot_close") is cannot_close and \
             RULES.get("abstract_expression") is abstract_expression
+        self.rank = resolve(config.order)      # None: the canonical order (`_order`'s)
 
     # -- driving ---------------------------------------------------------------------------
 
@@ -117,6 +119,14 @@ class Generator:
             # str seeds are hashed with sha512: the same order in every process
             random.Random(f"{self.cfg.seed}:{node!r}").shuffle(items)
         return items
+
+    def _ranked(self, items: list[object], kernel: KernelState, block: BlockState | None
+                ) -> list[object]:
+        """The children in `SearchConfig.order`'s order (`prism.search.order`): the same
+        children, permuted; as they are for the canonical order."""
+        if self.rank is None:
+            return items
+        return ordered(self.rank, self.ctx, kernel, block, items)
 
     def new_id(self) -> str:
         self.count += 1
@@ -162,7 +172,8 @@ class Generator:
             return
         if kernel.kernels >= self.cfg.max_kernel_ops:
             return
-        for ext in self._order(list(self._kernel_extensions(kernel)), kernel.ops):
+        for ext in self._ranked(self._order(list(self._kernel_extensions(kernel)), kernel.ops),
+                                kernel, None):
             assert isinstance(ext, tuple)
             kind, operands, key, attrs = ext
             if kind == "customized":
@@ -255,8 +266,8 @@ class Generator:
         self._try_close(kernel, block, kernel_key, parent)
         if block.compute_ops >= self.cfg.max_block_ops:
             return
-        for ext in self._order(list(self._block_extensions(block)), kernel.ops,
-                               block.signature()):
+        for ext in self._ranked(self._order(list(self._block_extensions(block)), kernel.ops,
+                                            block.signature()), kernel, block):
             assert isinstance(ext, tuple)
             kind, operands, key, attrs = ext
             accumulator = OPS[kind].category == "accum"

@@ -144,17 +144,22 @@ def tune(configs: Sequence[Config], backend: Backend, device: DeviceSpec, *,
          tracer: Tracer | None = None, max_trials: int = MAX_TRIALS, compile_ptx: bool = True,
          workers: int | None = None, db: ResultDB | None = None, budget_s: float | None = None,
          cancel: threading.Event | None = None,
-         prefer: Callable[[Config], bool] | None = None) -> TuningResult:
+         prefer: Callable[[Config], bool] | None = None,
+         order: Callable[[Sequence[Config]], Sequence[float]] | None = None) -> TuningResult:
     """Screen `configs` by the model, measure the `max_trials` best distinct ones (with
     `prefer`, an advisor's hints: the configurations it prefers first, then the rest, each
     group in the model's order, and the model's own best always among them: a hint reorders
-    the queue, it cannot push out what the model would measure first)."""
+    the queue, it cannot push out what the model would measure first). `order` is another
+    trial order than the model's: a score per configuration, lower first (the learned
+    evaluator's, `prism.learn.tuning_scores`); every configuration is still screened."""
     tracer = tracer or Tracer()
     started = tracer.budget.now()      # the budget's clock: it stands still while paused
     screened = [_screen(c, device, tracer) for c in configs]
-    ranked = sorted((t for t in screened if math.isfinite(t.modeled_us)),
-                    key=lambda t: (prefer is not None and not prefer(t.config), t.modeled_us,
-                                   t.config.id))
+    finite = [t for t in screened if math.isfinite(t.modeled_us)]
+    score = {id(t): t.modeled_us for t in finite} if order is None else \
+        dict(zip(map(id, finite), order([t.config for t in finite]), strict=True))
+    ranked = sorted(finite, key=lambda t: (prefer is not None and not prefer(t.config),
+                                           score[id(t)], t.config.id))
     finalists = _distinct(ranked, max_trials)
     if prefer is not None and ranked:
         own = min(ranked, key=lambda t: (t.modeled_us, t.config.id))
