@@ -133,12 +133,12 @@ print(f"best kernel: {result.best.latency_us:.2f} µs {result.best.latency_kind}
 # quickly, a smaller member of the same family is checked instead, and the line says so.
 
 # %%
+from _tables import table
 from prism.pipeline import best_summary
 from prism.report import check_text, result_rows
 
-for what, latency, kind in result_rows(best_summary(result)):
-    print(f"{what:<40} {latency:>10.2f} µs  {kind}")
-print(f"{'speed-up over eager':<40} {result.eager_us / result.best.modeled_us:>9.2f}x  modeled")
+table(result_rows(best_summary(result)), ["", ("µs", ".2f"), "kind"])
+print(f"speed-up over eager: {result.eager_us / result.best.modeled_us:.2f}x modeled")
 print("check:", check_text(result.best.check))
 
 # %% [markdown]
@@ -151,8 +151,7 @@ summary = result.search.summary()
 families = summary["families"]
 print(f"search: {summary['seconds']} s, {families['generated']} families generated, "
       f"{families['kept']} kept, {families['complete']} complete")
-for rule, count in families["pruned"].items():
-    print(f"  pruned by {rule:<20} {count}")
+table(families["pruned"].items(), ["pruned by", "families"])
 print("candidates:", summary["verdicts"])
 
 # %% [markdown]
@@ -257,12 +256,10 @@ from prism.cost import modeled
 fused = modeled(best.graph, device)
 rows = (("eager (one kernel per operator)", workload.graph.num_kernels, result.eager_us),
         (f"fused: {best.config}", fused.launches, fused.latency_us))
-print(f"{'program':<32} {'launches':>8} {'launch µs':>9} {'rest µs':>8} {'total µs':>8} "
-      f"{'launch share':>12}   (modeled, {device.launch_us} µs a launch)")
-for what, launches, total in rows:
-    overhead = launches * device.launch_us
-    print(f"{what:<32} {launches:>8} {overhead:>9.2f} {total - overhead:>8.3f} {total:>8.2f} "
-          f"{overhead / total:>12.2%}")
+table([(what, launches, launches * device.launch_us, total - launches * device.launch_us, total,
+        launches * device.launch_us / total) for what, launches, total in rows],
+      ["program", "launches", ("launch µs", ".2f"), ("rest µs", ".3f"), ("total µs", ".2f"),
+       ("launch share", ".2%")], note=f"modeled, {device.launch_us} µs a launch")
 saved = result.eager_us - fused.latency_us
 launches_saved = (rows[0][1] - rows[1][1]) * device.launch_us
 print(f"fusion saves {saved:.2f} µs modeled; the launches saved are {launches_saved:.2f} µs of "

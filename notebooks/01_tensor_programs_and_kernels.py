@@ -38,6 +38,7 @@ SHOW_SOLUTIONS = False                   # True: run the exercise's solution cel
 
 # %%
 import prism
+from _tables import table
 
 b = prism.Graph("unfused")
 X = b.input("X", SHAPES["X"])
@@ -45,10 +46,14 @@ W = b.input("W", SHAPES["W"])
 b.output(b.matmul(b.rms_norm(X), W))
 unfused = b.build()
 
-for op in unfused.ops:
-    ins, outs = ([f"{t}{[d.value for d in unfused.shape(t)]}" for t in ts]
-                 for ts in (op.inputs, op.outputs))
-    print(f"{op.kind:<10} {', '.join(ins):<28} → {', '.join(outs)}")
+
+
+def with_shapes(tensors):
+    return ", ".join(f"{t}{[d.value for d in unfused.shape(t)]}" for t in tensors)
+
+
+table([(op.kind, with_shapes(op.inputs), with_shapes(op.outputs)) for op in unfused.ops],
+      ["op", "inputs", "outputs"])
 print("kernels:", unfused.num_kernels)
 unfused
 
@@ -222,12 +227,10 @@ tile_picture(touched)
 # %%
 from prism.workloads.known_best import known_best
 
-print("grid  loop  max relative error vs torch")
-for grid in SWEEP:
-    for loop in SWEEP:
-        member = known_best("rmsnorm_matmul", SHAPES, grid=grid, loop=loop)
-        err = max_rel_err(prism.interpret(member, *arrays), expected)
-        print(f"{grid:>4}  {loop:>4}  {err:.1e}")
+table([(grid, loop, max_rel_err(prism.interpret(known_best("rmsnorm_matmul", SHAPES, grid=grid,
+                                                            loop=loop), *arrays), expected))
+       for grid in SWEEP for loop in SWEEP],
+      ["grid", "loop", ("max relative error vs torch", ".1e")])
 
 # %% [markdown]
 # An oracle is only useful if it also catches mistakes. Here is a plausible slip: accumulate the
@@ -282,16 +285,14 @@ print("default shapes:", default.shapes)
 programs = {"unfused": default.graph,
             "fused": known_best("rmsnorm_matmul", default.shapes, grid=COST_GRIDS[3],
                                 loop=COST_LOOP)}
-print(f"{'program':<8} {'launch':<17} {'blocks':>6} {'HBM bytes':>10} {'L2 bytes':>10} "
-      f"{'FLOPs':>10} {'memory µs':>9} {'compute µs':>10} {'latency µs':>10}")
-for name, graph in programs.items():
-    cost = modeled(graph, device)
-    for kc in cost.kernels:
-        launch = f"{kc.kind}:{kc.step}" if kc.step else kc.kind
-        print(f"{name:<8} {launch:<17} {kc.blocks or '-':>6} {kc.hbm_bytes:>10} "
-              f"{kc.l2_bytes:>10} {kc.flops:>10} {kc.memory_us:>9.3f} {kc.compute_us:>10.4f} "
-              f"{kc.latency_us:>10.2f}")
-    print(f"{name:<8} total: {cost}")
+costs = {name: modeled(graph, device) for name, graph in programs.items()}
+table([(name, f"{kc.kind}:{kc.step}" if kc.step else kc.kind, kc.blocks or None, kc.hbm_bytes,
+        kc.l2_bytes, kc.flops, kc.memory_us, kc.compute_us, kc.latency_us)
+       for name, cost in costs.items() for kc in cost.kernels],
+      ["program", "launch", "blocks", "HBM bytes", "L2 bytes", "FLOPs", ("memory µs", ".3f"),
+       ("compute µs", ".4f"), ("latency µs", ".2f")], note="modeled")
+for name, cost in costs.items():
+    print(f"{name} total: {cost}")
 print(f"eager baseline {eager_us(default.graph, device):.2f} µs modeled; "
       f"roofline {roofline_us(default.graph, device):.2f} µs modeled")
 
@@ -317,16 +318,16 @@ print(f"eager baseline {eager_us(default.graph, device):.2f} µs modeled; "
 from prism.search.hardware import check_hardware
 
 print(f"smallest matmul tile the search allows on {device.name}: {device.min_matmul_tile}")
-print(f"{'grid':>5} {'blocks':>6} {'W tile':>12} {'latency µs':>10}  {'hardware rule':<13}  "
-      f"(eager {eager_us(default.graph, device):.2f} µs modeled)")
+rows = []
 for grid in COST_GRIDS:
     member = known_best("rmsnorm_matmul", default.shapes, grid=grid, loop=COST_LOOP)
     ((_, block),) = member.iter_blocks()
-    w_tile = [d.value for d in block.shape(block.inputs[1])]
     cost = modeled(member, device)
     rule = check_hardware(member, device)
-    mark = "fits" if rule.feasible else f"rejected: {rule.core[0]}"
-    print(f"{grid:>5} {cost.kernels[0].blocks:>6} {w_tile!s:>12} {cost.latency_us:>10.2f}  {mark}")
+    rows.append((grid, cost.kernels[0].blocks, str([d.value for d in block.shape(block.inputs[1])]),
+                 cost.latency_us, "fits" if rule.feasible else f"rejected: {rule.core[0]}"))
+table(rows, ["grid", "blocks", "W tile", ("latency µs", ".2f"), "hardware rule"],
+      note=f"modeled; eager {eager_us(default.graph, device):.2f} µs modeled")
 
 # %% [markdown]
 # A fused kernel is not fast by being fused. At too few blocks it can cost *more* than the two
@@ -336,16 +337,16 @@ for grid in COST_GRIDS:
 # `known_best`'s default grid and loop (printed in the table):
 
 # %%
-print(f"{'shapes':<28} {'grid':>5} {'loop':>5} {'eager µs':>9} {'fused µs':>9} "
-      f"{'roofline µs':>11}   (all modeled)")
+rows = []
 for shapes in default.shape_sets:
     w = default.with_shapes(**shapes)
     member = known_best("rmsnorm_matmul", w.shapes)
     ((_, block),) = member.iter_blocks()
-    label = " ".join(f"{p}{list(s)}" for p, s in shapes.items())
-    print(f"{label:<28} {block.grid[0].value:>5} {block.forloop_range.value:>5} "
-          f"{eager_us(w.graph, device):>9.2f} {modeled(member, device).latency_us:>9.2f} "
-          f"{roofline_us(w.graph, device):>11.2f}")
+    rows.append((" ".join(f"{p}{list(s)}" for p, s in shapes.items()), block.grid[0].value,
+                 block.forloop_range.value, eager_us(w.graph, device),
+                 modeled(member, device).latency_us, roofline_us(w.graph, device)))
+table(rows, ["shapes", "grid", "loop", ("eager µs", ".2f"), ("fused µs", ".2f"),
+             ("roofline µs", ".2f")], note="all modeled")
 
 # %% [markdown]
 # ## 5. Exercise: let the grid split `d`

@@ -39,6 +39,7 @@ SHOW_SOLUTIONS = False                                  # True: run the exercise
 
 # %%
 import prism
+from _tables import table
 
 k = prism.Graph("fused_symbolic")
 X = k.input("X", SHAPES["X"])
@@ -81,11 +82,8 @@ print(w_sym)
 # %%
 bits = sorted(n for d in w_sym.shape for n in d.free_vars() if n != "gx")
 GX = ASSIGNMENTS[0]["gx"]
-print(f"{bits[0]:>16} {bits[1]:>16}   W tile at gx={GX}")
-for b0 in (0, 1):
-    for b1 in (0, 1):
-        env = {bits[0]: b0, bits[1]: b1, "gx": GX}
-        print(f"{b0:>16} {b1:>16}   {[evaluate(d, env) for d in w_sym.shape]}")
+table([(b0, b1, str([evaluate(d, {bits[0]: b0, bits[1]: b1, "gx": GX}) for d in w_sym.shape]))
+       for b0 in (0, 1) for b1 in (0, 1)], [*bits, f"W tile at gx={GX}"])
 
 # %% [markdown]
 # Together with `fmap` bits, which work the same way with `F`, the search's families carry
@@ -131,16 +129,16 @@ print(f"{len(members)} feasible members\n")
 
 arrays = workload.random_inputs(SEED)
 expected = workload.reference(*arrays)
-print(f"{'assignment':<20} {'blocks':>6} {'X tile':>9} {'W tile':>9} {'latency µs':>10} "
-      f"{'error vs torch':>14}")
+rows = []
 for env in members:
     member = substitute_graph(sgraph, env)
     ((_, block),) = member.iter_blocks()
     tiles = [str([d.value for d in block.shape(t)]) for t in block.inputs]
-    cost = modeled(member, device)
-    err = max_rel_err(prism.interpret(sgraph, *arrays, assignment=env), expected)
-    print(f"{env!s:<20} {cost.kernels[0].blocks:>6} {tiles[0]:>9} {tiles[1]:>9} "
-          f"{cost.latency_us:>10.2f} {err:>14.1e}")
+    rows.append((str(env), modeled(member, device).kernels[0].blocks, *tiles,
+                 modeled(member, device).latency_us,
+                 max_rel_err(prism.interpret(sgraph, *arrays, assignment=env), expected)))
+table(rows, ["assignment", "blocks", "X tile", "W tile", ("latency µs", ".2f"),
+             ("error vs torch", ".1e")], note="latency modeled")
 
 # %% [markdown]
 # ## 5. Two members up close
@@ -245,16 +243,17 @@ found = search(workload.graph, SearchConfig(**SEARCH))
 summary = found.summary()
 print(f"{summary['families']['generated']} families generated, {summary['families']['complete']} "
       f"complete, {len(found.candidates)} candidates, {len(found.equivalent)} proved equivalent\n")
-print(f"{'candidate':<10} {'block ops':<30} {'X imap/fmap':>11} {'W imap/fmap':>11} {'omap':>5} "
-      f"{'free':>5}  member")
+rows = []
 for cand in found.equivalent:
     ((_, block),) = cand.graph.iter_blocks()
     io = [op.attr for op in block.ops if op.kind in ("input", "output")]
-    ops = ",".join(op.kind for op in block.ops if op.kind not in ("input", "output"))
-    maps = [f"{a['imap']}/{a['fmap']}" for a in io[:2]]
-    member = "-" if cand.modeled_us is None else f"{cand.assignment}: {cand.modeled_us:.2f} µs"
-    print(f"{cand.id:<10} {ops:<30} {maps[0]:>11} {maps[1]:>11} {io[2]['omap']!s:>5} "
-          f"{','.join(sorted(cand.graph.free_vars())) or '-':>5}  {member}")
+    rows.append((cand.id, ",".join(op.kind for op in block.ops
+                                   if op.kind not in ("input", "output")),
+                 *(f"{a['imap']}/{a['fmap']}" for a in io[:2]), str(io[2]["omap"]),
+                 ",".join(sorted(cand.graph.free_vars())) or None,
+                 None if cand.modeled_us is None else
+                 f"{cand.assignment}: {cand.modeled_us:.2f} µs modeled"))
+table(rows, ["candidate", "block ops", "X imap/fmap", "W imap/fmap", "omap", "free", "member"])
 
 # %% [markdown]
 # ## 9. Exercise: the first member that fails a limit

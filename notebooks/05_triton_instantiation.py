@@ -38,6 +38,7 @@ SHOW_SOLUTIONS = False          # True: run the exercise's solution cell (make t
 
 # %%
 import prism
+from _tables import table
 from prism.cost import get_device, modeled
 from prism.instantiate.params import assignments
 from prism.ir.spec import substitute_graph
@@ -52,13 +53,14 @@ print(f"{verdict.verdict} by {verdict.method}: {verdict.proof_steps} steps, size
 
 device = get_device(DEVICE)
 members = assignments(sgraph)
-print(f"{'member':<20} {'blocks':>6} {'X tile':>9} {'W tile':>9} {'latency µs':>10}")
+rows = []
 for env in members:
     ((_, block),) = substitute_graph(sgraph, env).iter_blocks()
-    tiles = [str([d.value for d in block.shape(t)]) for t in block.inputs]
     cost = modeled(substitute_graph(sgraph, env), device)
-    print(f"{env!s:<20} {cost.kernels[0].blocks:>6} {tiles[0]:>9} {tiles[1]:>9} "
-          f"{cost.latency_us:>10.2f} modeled")
+    rows.append((str(env), cost.kernels[0].blocks,
+                 *(str([d.value for d in block.shape(t)]) for t in block.inputs),
+                 cost.latency_us, "modeled"))
+table(rows, ["member", "blocks", "X tile", "W tile", ("latency µs", ".2f"), "kind"])
 
 # %% [markdown]
 # ## 2. The generated module
@@ -97,10 +99,9 @@ import re
 LOOK_AT = {"grid": r"program_id|\]\(X, W", "loop": r"for i in range", "accumulator":
            r"tl\.zeros|\+=|tl\.sqrt", "mask": r"mask="}
 lines = program.source.splitlines()
-for what, pattern in LOOK_AT.items():
-    for number, line in enumerate(lines, 1):
-        if re.search(pattern, line):
-            print(f"{what:<12} line {number:>3}: {line.strip()[:100]}")
+table([(what, number, line.strip()[:100]) for what, pattern in LOOK_AT.items()
+       for number, line in enumerate(lines, 1) if re.search(pattern, line)],
+      ["what", "line", "source"])
 
 # %% [markdown]
 # ## 3. Save, import, run
@@ -189,9 +190,7 @@ def wall_us(mod, inputs):
     return bench_cuda(lambda: mod.run(*inputs)), "measured"
 
 
-outputs = {}
-print(f"{'member':<20} {'err vs interpreter':>18} {'NaN':>4} {'pass':>5} {'modeled µs':>10} "
-      f"{'wall µs':>10}  kind")
+outputs, rows = {}, []
 for env in members:
     concrete = substitute_graph(sgraph, env)
     mod = triton_backend.load(generate(sgraph, env))
@@ -202,8 +201,10 @@ for env in members:
     outputs[str(env)] = result
     err = rel_err(result, prism.interpret(concrete, *exact)[0])
     nans = int(np.isnan(result).sum())
-    print(f"{env!s:<20} {err:>18.1e} {nans:>4} {str(nans == 0 and err <= TOLERANCE):>5} "
-          f"{modeled(concrete, device).latency_us:>10.2f} {wall:>10.0f}  {kind}")
+    rows.append((str(env), err, nans, str(nans == 0 and err <= TOLERANCE),
+                 modeled(concrete, device).latency_us, wall, kind))
+table(rows, ["member", ("err vs interpreter", ".1e"), "NaN", "pass", ("modeled µs", ".2f"),
+             ("wall µs", ".0f"), "kind"])
 
 # %% [markdown]
 # ## 5. Another member: the same code, other constants

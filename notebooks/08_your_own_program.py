@@ -23,6 +23,7 @@ BUDGET_S = 60              # seconds for search + tuning
 SEARCH = {"grid_dims": (1,), "max_block_ops": 4, "accumulators": ("nored",)}   # block_ops: section 3
 MAX_TRIALS = 2             # finalists that get Triton code
 COMPILE_PTX = True         # also compile the finalists for sm_90 (Hopper) PTX, without a GPU
+DECODE = {"Q": (1, 8, 16), "K": (1, 4096, 16), "V": (1, 4096, 16)}   # section 9: 4,096 keys
 SEED = 0
 SHOW_SOLUTIONS = False     # True: run the exercise's solution cell (make test does)
 
@@ -38,6 +39,7 @@ SHOW_SOLUTIONS = False     # True: run the exercise's solution cell (make test d
 import torch
 
 import prism
+from _tables import table
 
 
 @prism.workload(**SHAPES)
@@ -48,10 +50,13 @@ def gelu_residual(X, W, H):
 
 graph = gelu_residual.graph
 print(gelu_residual, "·", gelu_residual.description)
-for op in graph.ops:
-    if op.kind not in ("input", "output"):
-        shapes = [[d.value for d in graph.shape(t)] for t in (*op.inputs, *op.outputs)]
-        print(f"  {op.kind:<7} {', '.join(map(str, shapes[:-1])):<22} → {shapes[-1]}")
+
+def shape(tensor):
+    return [d.value for d in graph.shape(tensor)]
+
+
+table([(op.kind, ", ".join(str(shape(t)) for t in op.inputs), str(shape(op.outputs[0])))
+       for op in graph.ops if op.kind not in ("input", "output")], ["op", "inputs", "output"])
 print("kernels as traced:", graph.num_kernels)
 graph
 
@@ -132,9 +137,8 @@ result = prism.superoptimize(gelu_residual, device=DEVICE, measure="model", budg
                              search_config=SearchConfig(budget_s=BUDGET_S, **SEARCH, **(
                                  {"block_ops": block_ops} if block_ops else {})),
                              max_trials=MAX_TRIALS, compile_ptx=COMPILE_PTX, out=out)
-for what, latency, kind in result_rows(best_summary(result)):
-    print(f"{what:<40} {latency:>8.2f} µs  {kind}")
-print(f"{'speed-up over eager':<40} {result.eager_us / result.best.modeled_us:>7.2f}x  modeled")
+table(result_rows(best_summary(result)), ["", ("µs", ".2f"), "kind"])
+print(f"speed-up over eager: {result.eager_us / result.best.modeled_us:.2f}x modeled")
 print("check:", check_text(result.best.check))
 
 # %% [markdown]
@@ -180,8 +184,8 @@ best.graph
 # %%
 import json
 
-for key, path in result.files.items():
-    print(f"{key:<7} {Path(path).name:<13} {Path(path).stat().st_size:>8} bytes")
+table([(key, Path(path).name, Path(path).stat().st_size) for key, path in result.files.items()],
+      ["file", "name", "bytes"])
 doc = json.loads((out / "result.json").read_text())
 print(f"result.json: best {doc['best']['config']} at {doc['best']['latency_us']} µs "
       f"{doc['best']['latency_kind']}, verdict {doc['best']['verdict']}")
@@ -327,15 +331,139 @@ def by_hand(Q, K, V, mask):
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1) @ V
 
 
+rows = []
 for w in (sdpa, by_hand):
     drawn = w.random_inputs(SEED)
     err = max_rel_err(prism.interpret(w.graph, *w.graph.to_ir(drawn)), w.reference(*drawn))
-    kinds = [op.kind for op in w.graph.ops if op.kind not in ("input", "output")]
-    print(f"{w.name:<8} ops {kinds}; vs torch (float64): max relative error {err:.1e}")
+    rows.append((w.name, str([op.kind for op in w.graph.ops if op.kind not in ("input", "output")]),
+                 err))
+table(rows, ["program", "ops", ("max relative error vs torch", ".1e")], note="float64")
 print("one program:", [op.kind for op in sdpa.graph.ops] == [op.kind for op in by_hand.graph.ops])
 
 # %% [markdown]
-# ## 9. What you can write
+# ## 9. Attention over many keys: two kernels, and a safe softmax
+#
+# A decoder that generates text runs attention with a few query rows against a long cache of
+# keys: here 8 queries against 4,096 keys with a head dim of 16 (`DECODE`; small, so it runs in
+# seconds). A fused kernel that gives each block some query rows and lets it walk every key
+# has at most 8 blocks, and most of the GPU sits idle (notebook `06`'s *SMs busy* column).
+#
+# The search fixes this without being told about attention. Its **split move**
+# (`SearchConfig.split_loops`, on in a full run) takes every proved one-kernel program whose loop
+# only sums and builds it again with the keys split across blocks: each block of a first kernel
+# stores its partial sums, and a second kernel adds them up and divides. That is **split-key
+# attention**, known as flash-decoding. A softmax that subtracts the row max first, the **safe
+# softmax**, cannot be summed that way, since each part has its own max. Its split stores each
+# part's max with the sums under it, and the second kernel rescales every part to the max of the
+# maxes before adding: the **log-sum-exp split**.
+#
+# Here is one attention written two ways: the plain form, exp of the scores over their sum, as
+# Prism's `attention` workload writes it; and `F.scaled_dot_product_attention`, which Prism traces
+# into the safe softmax, as in section 8. The 1/√d scale is folded into `Q` (`scale=1.0`), as
+# many decoders fold it into the query projection; the named workload `attention_safe` keeps it.
+# Each is optimized with its vocabulary taken from its trace, as in section 3.
+
+# %%
+from prism.search import SearchConfig
+
+
+@prism.workload(**DECODE)
+def plain_decode(Q, K, V):
+    """Attention as the paper's workloads write it: exp of the scores over their sum."""
+    E = (Q @ K.transpose(-2, -1)).exp()
+    return (E / E.sum(-1, keepdim=True)) @ V
+
+
+@prism.workload(**DECODE)
+def safe_decode(Q, K, V):
+    """The same attention as a library call, with 1/√d already folded into Q."""
+    return F.scaled_dot_product_attention(Q, K, V, scale=1.0)
+
+
+def decode_config(w, max_block_ops, accumulators):
+    """The program's own ops as the vocabulary (section 3), one grid dim, the split move on."""
+    vocabulary = tuple(dict.fromkeys(op.kind for op in w.graph.ops
+                                     if op.kind not in ("input", "output")))
+    return SearchConfig(budget_s=BUDGET_S, block_ops=vocabulary, max_block_ops=max_block_ops,
+                        accumulators=accumulators, max_accumulators=2, grid_dims=(1,),
+                        split_loops=True)
+
+
+decoded, one_kernel = {}, {}
+for w, config in ((plain_decode, decode_config(plain_decode, 6, ("nored", "red_ld_sum"))),
+                  (safe_decode, decode_config(safe_decode, 8, ("nored",)))):
+    decoded[w.name] = opt = prism.superoptimize(w, device=DEVICE, measure="model",
+                                                budget_s=BUDGET_S, search_config=config,
+                                                max_trials=1, compile_ptx=False)
+    found = opt.search.best
+    one_kernel[w.name] = min((c for c in opt.search.equivalent
+                              if c.num_kernels == 1 and c.modeled_us is not None),
+                             key=lambda c: c.modeled_us)
+    print(f"{w.name}: ops {list(config.block_ops)}")
+    print(f"  the search's best: {found.id}, {found.num_kernels} kernels, "
+          f"{found.modeled_us:.2f} µs modeled, proved for {found.verdict.sizes} sizes")
+    print(f"  the best one-kernel program: {one_kernel[w.name].id}, "
+          f"{one_kernel[w.name].modeled_us:.2f} µs modeled")
+    if opt.best is None:
+        print("  no kernel passed its check:", *opt.notes, sep="\n    ")
+    else:
+        print(f"  winner: {opt.best.config}, {opt.best.graph.num_kernels} kernels; "
+              f"check: {check_text(opt.best.check)}")
+print(f"attention_safe, the named workload: {prism.get_workload('attention_safe').program}")
+
+# %% [markdown]
+# For both forms the search's best program has two kernels, and it beats the best single kernel.
+# The plain form's is proved for every size (`symbolic`): its sums are split as they are. The
+# safe form's is proved for the sizes the model chose (`concrete`): the rescaling meets the
+# parts only once the number of parts is fixed, so the member is proved on its own.
+#
+# Why two launches beat one: the cost model's breakdown (notebook `06`), kernel by kernel, for
+# the safe form's winner and its best single kernel at that kernel's best sizes.
+
+# %%
+from prism.cost import get_device, modeled as modeled_cost
+from prism.ir.spec import substitute_graph
+
+h100 = get_device(DEVICE)
+alone = one_kernel["safe_decode"]
+rows = []
+for what, program in (("one kernel", substitute_graph(alone.graph, alone.assignment)),
+                      ("split", decoded["safe_decode"].best.graph)):
+    for k in modeled_cost(program, h100).kernels:
+        rows.append((what, k.name, k.blocks, min(1, k.blocks / h100.sm_count), k.memory_us,
+                     h100.launch_us, k.latency_us))
+table(rows, ["program", "kernel", "blocks", ("SMs busy", ".0%"), ("memory µs", ".3f"),
+             ("launch µs", ".1f"), ("latency µs", ".3f")], note=f"modeled, {h100.name}")
+
+# %% [markdown]
+# The single kernel's few blocks stream all of `K` and `V` with a small share of the SMs, so its
+# memory time is long. The split's first kernel has many more blocks and streams the same bytes
+# in a fraction of the time; its second kernel reads only the parts. Together they pay a second
+# launch and still finish first.
+#
+# The plain form's kernel failed its check, and so did the program itself run as PyTorch's
+# kernels. The check ran them in fp16 on the inputs `.random_inputs(0)` draws. The plain form
+# takes `exp` of the raw scores, and fp16 holds nothing above 65,504, whose log is about 11:
+
+# %%
+import numpy as np
+
+checked = plain_decode.random_inputs(0)               # the inputs the check ran on
+logits = checked[0] @ np.swapaxes(checked[1], -1, -2)
+fp16_limit = math.log(torch.finfo(torch.float16).max)
+print(f"largest score on the check's inputs: {logits.max():.2f}; "
+      f"fp16's exp overflows above {fp16_limit:.2f}")
+print(f"exp({logits.max():.2f}) in fp16:", torch.tensor(logits.max()).half().exp().item())
+
+# %% [markdown]
+# The safe form subtracts each row's max before `exp`, so every exponent is at most 0 and every
+# `exp` at most 1, whatever the scores. That is why the frontend traces every softmax this way,
+# and why its winner passed on the very inputs that broke the plain form. The proof of the plain
+# form's split is still right: it is a proof about real numbers, and fp16 is not. The check is
+# what catches the difference.
+
+# %% [markdown]
+# ## 10. What you can write
 #
 # Prism's vocabulary is its op table (`prism.ir.ops.OPS`): every op below can be fused into a
 # custom kernel or run as a pre-defined kernel op, and each has axioms proved by z3, a Triton
@@ -361,12 +489,9 @@ print("one program:", [op.kind for op in sdpa.graph.ops] == [op.kind for op in b
 # %%
 from prism.ir.ops import BLOCK, OPS
 
-print(f"{'op':<11} {'where':<16} {'attributes':<14} computes")
-for name, od in OPS.items():
-    if od.compute:
-        where = "kernel or block" if BLOCK in od.levels else "kernel"
-        attrs = ",".join((*od.attrs, *od.optional)) or "-"
-        print(f"{name:<11} {where:<16} {attrs:<14} {od.doc}")
+table([(name, "kernel or block" if BLOCK in od.levels else "kernel",
+        ",".join((*od.attrs, *od.optional)) or None, od.doc)
+       for name, od in OPS.items() if od.compute], ["op", "where", "attributes", "computes"])
 
 # %% [markdown]
 # ## What to remember
@@ -381,3 +506,6 @@ for name, od in OPS.items():
 #   function. On a CPU it runs in Triton's interpreter, and on a GPU it compiles.
 # - What Prism cannot take, it names: an unsupported operator, shapes that do not fit, a missing
 #   shape.
+# - For attention over many keys the search's split move finds two kernels: split-key attention
+#   for the plain form, the log-sum-exp split for the safe softmax. Only the safe form survives
+#   fp16 scores above about 11.

@@ -11,7 +11,8 @@ solution.
 
 A notebook's *oracle cell* is `oracles/NN_name.py`, when there is one. It is appended to the
 in-memory notebook (never to the files), runs after every notebook cell in the same kernel, and
-prints one JSON line after `ORACLE_MARK`. It recomputes what the notebook printed by another
+prints one JSON line after `ORACLE_MARK`. Every oracle cell starts with `oracles/_preamble.py`, the
+helpers they share. It recomputes what the notebook printed by another
 route (the cost model on the winner's graph, torch on the interpreter's output,
 `substitute_graph` for tile shapes, the audit for a pruning rule), so a test compares the
 notebook's own printout with an independent answer. Each notebook's tests live in
@@ -113,8 +114,12 @@ def build() -> ModuleType:
 
 
 def oracle_source(stem: str) -> str:
+    """The notebook's oracle cell: the shared preamble (`oracles/_preamble.py`: `_rejects` and
+    `_rejection`, the exercises' checks asked about wrong answers), then `oracles/NN_name.py`;
+    "" when the notebook has none."""
     path = ORACLES / f"{stem}.py"
-    return path.read_text() if path.exists() else ""
+    return (ORACLES / "_preamble.py").read_text() + "\n\n" + path.read_text() \
+        if path.exists() else ""
 
 
 @functools.cache

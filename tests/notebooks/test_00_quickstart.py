@@ -123,7 +123,7 @@ def test_00_the_launch_table_matches_a_count_by_hand(run):
                                            f"{100 * launches_saved / saved:.0f}")
     # the prose around the table: "about 2x" is the speed-up the notebook printed, which the
     # hand counts (launches and bytes, counted apart from the model) give to the digit
-    printed = float(_line(text, r"^speed-up over eager\s+([0-9.]+)x\s+modeled$")[1])
+    printed = float(_line(text, r"^speed-up over eager: ([0-9.]+)x modeled$")[1])
     by_hand = (oracle["eager_launches"] * launch + oracle["eager_rest"]) / (
         oracle["fused_launches"] * launch + oracle["fused_rest"])
     assert f"{by_hand:.2f}" == f"{printed:.2f}" and round(by_hand) == 2

@@ -59,7 +59,8 @@ def test_05_every_member_passes_and_each_time_has_its_kind(run):
         assert kind == ("interpreted" if interpreted else "measured")
         assert oracle["member_nan"][env] == 0
         assert oracle["member_err_vs_torch"][env] <= TOLERANCE       # torch on the kernel output
-    modeled = re.findall(r"^\{'gx'.*\}\s+\d+\s+\[.*\]\s+\[.*\]\s+[0-9.]+ modeled$", done.text, re.M)
+    modeled = re.findall(r"^\{'gx'.*\}\s+\d+\s+\[.*\]\s+\[.*\]\s+[0-9.]+\s+modeled$", done.text,
+                         re.M)
     assert len(modeled) == len(oracle["members"])                    # the members table
 
 

@@ -28,15 +28,16 @@ def test_08_the_result_table_agrees_with_the_device_table_by_hand(run):
     assert "kernels as traced: 3" in done.text
     assert number(r"^traced graph vs your torch function \(float64\): max relative error "
                   r"([0-9.e+-]+)$", done.text) < 1e-12
-    best = re.search(r"^best: (\S+) \(1 kernel\(s\)\)\s+([0-9.]+) µs  modeled$", done.text, re.M)
+    assert re.search(r"^\s+µs\s+kind$", done.text, re.M)          # the table's header
+    best = re.search(r"^best: (\S+) \(1 kernel\(s\)\)\s+([0-9.]+)  modeled$", done.text, re.M)
     assert best, done.text
     assert float(best[2]) == pytest.approx(oracle["modeled_us"], abs=5e-3)
-    roofline = number(r"^roofline bound of the program\s+([0-9.]+) µs  modeled$", done.text)
-    eager = number(r"^eager \(one kernel per operator\)\s+([0-9.]+) µs  modeled$", done.text)
+    roofline = number(r"^roofline bound of the program\s+([0-9.]+)  modeled$", done.text)
+    eager = number(r"^eager \(one kernel per operator\)\s+([0-9.]+)  modeled$", done.text)
     assert roofline == pytest.approx(oracle["roofline_us"], abs=5e-3)
     assert eager == pytest.approx(oracle["eager_us"], abs=5e-3)
     assert roofline <= float(best[2]) < eager
-    speedup = number(r"^speed-up over eager\s+([0-9.]+)x  modeled$", done.text)
+    speedup = number(r"^speed-up over eager: ([0-9.]+)x modeled$", done.text)
     assert speedup == pytest.approx(oracle["eager_us"] / oracle["modeled_us"], abs=0.01)
     assert re.search(r"^check: passed in the triton interpreter", done.text, re.M)
 
@@ -72,7 +73,8 @@ def test_08_the_exported_kernel_runs_in_a_fresh_process_as_in_the_notebook(run):
 def test_08_the_written_files_and_the_ptx_match_the_module(run):
     done = run(STEM)
     oracle = done.oracle
-    sizes = dict(re.findall(r"^(\w+)\s+\S+\s+(\d+) bytes$", done.text, re.M))
+    assert re.search(r"^file\s+name\s+bytes$", done.text, re.M)
+    sizes = dict(re.findall(r"^(\w+)\s+\w+(?:\.\w+)+\s+(\d+)$", done.text, re.M))
     assert {k: int(v) for k, v in sizes.items()} == oracle["sizes"]
     assert set(oracle["sizes"]) == {"kernel", "ptx", "trace", "report", "result"}
     assert oracle["jit_kernels"] and oracle["jit_kernels"] == oracle["ptx_entries"]
@@ -126,8 +128,71 @@ def test_08_programs_as_people_write_them_trace_to_what_torch_computes(run):
     assert oracle["section8_same_program"]
     assert re.search(r"^Linear \+ bias \+ scale: inputs \['x', 'proj_weight', 'proj_bias'\], "
                      rf"ops {re.escape(str(oracle['section8_projection_ops']))}$", done.text, re.M)
-    printed = re.findall(r"^(sdpa|by_hand) +ops .*max relative error ([0-9.e+-]+)$", done.text,
-                         re.M)
+    assert re.search(r"^program\s+ops\s+max relative error vs torch   \(float64\)$", done.text,
+                     re.M)
+    printed = re.findall(r"^(sdpa|by_hand)\s+\[.*\]\s+([0-9.e+-]+)$", done.text, re.M)
     assert [n for n, _ in printed] == ["sdpa", "by_hand"]
     assert all(float(e) < 1e-12 for _, e in printed)
     assert "one program: True" in done.text
+
+
+@pytest.mark.slow
+def test_08_attention_over_many_keys_splits_in_two_and_only_the_safe_form_survives_fp16(run):
+    """Section 9: each form's best program has two kernels (the launches its generated code
+    makes), computes attention (the float64 interpreter against torch) and beats the best single
+    kernel (both re-costed over the instantiator's members); the plain form's kernel overflows in
+    fp16 on the check's inputs and the safe form's does not (each run as a Triton kernel against
+    torch in float64); the breakdown's blocks are the kernels' grids; the largest score and
+    fp16's limit recomputed with torch and numpy."""
+    done = run(STEM)
+    assert not done.errors, "\n\n".join(done.errors)
+    oracle, text = done.oracle["section9"], done.text
+    best = re.findall(r"^  the search's best: c\d+, (\d+) kernels, ([0-9.]+) µs modeled, proved "
+                      r"for (symbolic|concrete) sizes$", text, re.M)
+    one = re.findall(r"^  the best one-kernel program: c\d+, ([0-9.]+) µs modeled$", text, re.M)
+    assert len(best) == len(one) == 2
+    for name, (kernels, us, sizes), one_us in zip(("plain_decode", "safe_decode"), best, one,
+                                                  strict=True):
+        o = oracle[name]
+        assert int(kernels) == o["launches"] == 2
+        assert (sizes == "symbolic") == o["symbolic"]
+        assert o["interpreter_err"] < 1e-9                  # the program is attention
+        assert float(us) == pytest.approx(o["best_us"], abs=5e-3) and o["fits"]
+        assert float(one_us) == pytest.approx(o["one_kernel_us"], abs=5e-3)
+        assert o["best_us"] < o["one_kernel_us"]            # "it beats the best single kernel"
+    assert [b[2] for b in best] == ["symbolic", "concrete"]
+    # the plain form: no kernel passed, its own and the input program's check found non-finite
+    # values, and its kernel is not finite on those inputs when the oracle runs it
+    failed = text.split("plain_decode: ops", 1)[1].split("safe_decode: ops", 1)[0]
+    assert "no kernel passed its check:" in failed
+    assert failed.count("non-finite values") == 2 and "input[] failed its check" in failed
+    assert not oracle["plain_decode"]["fp16_finite"] and oracle["plain_decode"]["winner_launches"] \
+        is None
+    # the safe form: the winner, 2 kernels, passed; finite, and close to torch when rerun
+    winner = re.search(r"^  winner: \S+, (\d+) kernels; check: passed in the triton interpreter "
+                       r"on the winning kernel itself: max relative error ([0-9.e+-]+) against "
+                       r"torch", text, re.M)
+    assert winner and int(winner[1]) == oracle["safe_decode"]["winner_launches"] == 2
+    assert oracle["safe_decode"]["fp16_finite"] and oracle["safe_decode"]["fp16_err"] < 2e-2
+    assert float(winner[2]) == pytest.approx(oracle["safe_decode"]["fp16_err"], rel=0.05)
+    # the breakdown: blocks per kernel, the share of SMs, and why the split wins
+    rows = re.findall(r"^(one kernel|split)\s+\S+\s+(\d+)\s+(\d+)%\s+([0-9.]+)\s+[0-9.]+\s+"
+                      r"([0-9.]+)$", text, re.M)
+    blocks = {what: [int(r[1]) for r in rows if r[0] == what] for what in ("one kernel", "split")}
+    assert blocks == oracle["blocks"]
+    for _, b, share, _, _ in rows:
+        assert int(share) == round(100 * min(1, int(b) / oracle["sm_count"]))
+    memory = {what: [float(r[3]) for r in rows if r[0] == what] for what in blocks}
+    latency = {what: sum(float(r[4]) for r in rows if r[0] == what) for what in blocks}
+    assert blocks["one kernel"][0] < blocks["split"][0]
+    assert memory["one kernel"][0] > memory["split"][0] and latency["split"] < latency["one kernel"]
+    # the overflow: the largest score against fp16's limit
+    shown = re.search(r"^largest score on the check's inputs: ([0-9.]+); fp16's exp overflows "
+                      r"above ([0-9.]+)$", text, re.M)
+    assert shown and float(shown[1]) == pytest.approx(oracle["largest_score"], abs=5e-3)
+    assert float(shown[2]) == pytest.approx(oracle["fp16_exp_limit"], abs=5e-3)
+    assert oracle["largest_score"] > oracle["fp16_exp_limit"] and oracle["exp_overflows_fp16"]
+    assert re.search(r"^exp\([0-9.]+\) in fp16: inf$", text, re.M)
+    # "attention_safe keeps the scale": its ops are this program's with a mul_scalar
+    assert [k for k in oracle["attention_safe_ops"] if k != "mul_scalar"] == \
+        oracle["safe_decode_ops"] and "mul_scalar" in oracle["attention_safe_ops"]

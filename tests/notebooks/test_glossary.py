@@ -14,6 +14,15 @@ word (a plural `s` or `es` allowed; `red` is not mentioned by `red_ld_rms`). The
 entry names must mention the term and no earlier notebook may; `none` says that no notebook
 mentions it. For the `COMMON_WORDS`, ordinary English words that earlier notebooks use in
 their everyday sense ("part of the project"), only the named notebook is checked.
+
+Coverage (issue 23's "the glossary covers every term the notebooks and widgets use"): besides the
+hand list `REQUIRED`, every term a notebook introduces in **bold** in its markdown has an entry
+(under its own name or the one `BOLD_ALIASES` gives; `NOT_TERMS` is bold used for emphasis), and
+every term a widget shows with hover text has one: the literal terms in the widgets' source
+(`abbr("...")`, `_hover(shown, "...")`, `definition("...")`), every pruning rule (the explorer
+wraps each rule it shows), every accumulator and every map kind (the sGraph view wraps each block
+op and map it shows). The other block ops the sGraph view shows (`matmul`, `exp`, ...) are the op
+table's vocabulary, each documented by its `OPS[kind].doc` and listed in notebook 08.
 """
 
 from __future__ import annotations
@@ -54,8 +63,21 @@ ALIASES = {
 COMMON_WORDS = frozenset({"part"})
 
 ENTRY = re.compile(r'<a id="(?P<slug>[^"]+)"></a>\n\*\*(?P<term>[^*]+)\*\*: (?P<text>.+?)\n'
-                   r"First used in: (?:\[(?P<nn>\d\d[a-z]?)\]\((?P<link>[^)]+)\)|(?P<none>none))\.\n",
-                   re.S)
+                   r"First used in: (?:\[(?P<nn>\d\d[a-z]?)\]\((?P<link>[^)]+)\)"
+                   r"|(?P<none>none))\.\n", re.S)
+WIDGETS = NOTEBOOKS.parent / "widgets"
+# Bold that is emphasis, not a term (bold phrases of four words or more, or with a comma, are
+# statements and checklist items, and are skipped without being listed here).
+NOT_TERMS = frozenset({"proves", "one", "best"})
+# Bold spellings whose glossary entry has another name.
+BOLD_ALIASES = {
+    "program": "kernel graph", "families": "family", "prune": "pruning rule", "prove": "proof",
+    "proved": "proof", "instantiate": "instantiation", "tune": "autotuning",
+    "tuning": "autotuning", "search": "SearchTree", "tree": "SearchTree",
+    "symbols": "dimension expression", "grid sizes": "grid", "loop": "for-loop",
+    "hbm bytes": "HBM", "l2 bytes": "L2", "sms busy": "SM", "launch": "launch overhead",
+    "roofline": "roofline bound", "per-rule counts": "pruning rule",
+}
 
 
 def slug(term: str) -> str:
@@ -154,3 +176,56 @@ def test_first_used_in_links_the_named_notebook():
         if e["nn"]:
             assert e["link"] == SOURCES[NUMBERS[e["nn"]]].with_suffix(".ipynb").name, e["term"]
             assert (NOTEBOOKS / e["link"]).exists()
+
+
+# -- coverage: the terms the notebooks introduce and the widgets show -----------------------------
+
+def defined(phrase: str, terms: set[str]) -> bool:
+    """Whether `phrase` is one of `terms` (case-insensitive), a plural `s` or `es` allowed."""
+    return any(re.fullmatch(re.escape(t.lower()) + r"(?:s|es)?", phrase.lower()) for t in terms)
+
+
+def bold_phrases(build) -> list[tuple[str, str]]:
+    """(notebook, phrase) for every bold phrase of at most three words in a markdown cell."""
+    found = []
+    for source in SOURCES:
+        for cell in build.read_percent(source.read_text()).cells:
+            if cell.cell_type == "markdown":
+                for phrase in re.findall(r"\*\*([^*]+)\*\*", " ".join(cell.source.split())):
+                    if len(phrase.split()) <= 3 and "," not in phrase:
+                        found.append((source.stem, phrase))
+    return found
+
+
+def test_every_term_a_notebook_introduces_in_bold_has_an_entry(build):
+    terms = {e["term"] for e in entries()}
+    assert all(defined(t, terms) for t in BOLD_ALIASES.values())       # the table is not stale
+    found = bold_phrases(build)
+    assert len(found) > 50 and ("08_your_own_program", "split move") in found
+    missing = sorted({f"{stem}: {phrase}" for stem, phrase in found
+                      if phrase.lower() not in NOT_TERMS
+                      and not defined(BOLD_ALIASES.get(phrase.lower(), phrase), terms)})
+    assert not missing, "bold terms without a glossary entry (or an alias):\n" + "\n".join(missing)
+
+
+def hover_literals() -> set[str]:
+    """The terms the widgets' source passes to the glossary by name."""
+    found: set[str] = set()
+    for path in WIDGETS.glob("*.py"):
+        text = path.read_text()
+        found |= set(re.findall(r"\b(?:abbr|definition)\(\s*['\"]([^'\"]+)['\"]\s*\)", text))
+        found |= set(re.findall(r"\b_hover\(\s*['\"][^'\"]*['\"]\s*,\s*['\"]([^'\"]+)['\"]\s*\)",
+                                text))
+    return found
+
+
+def test_every_term_the_widgets_show_with_hover_text_has_an_entry():
+    from prism.ir.ops import OPS
+    from prism.search import RULE_NAMES
+    terms = {e["term"].lower() for e in entries()}
+    literals = hover_literals()
+    assert {"imap", "fmap", "omap", "tile", "grid", "for-loop"} <= literals   # the scan works
+    shown = {*literals, *RULE_NAMES, "imap", "fmap", "omap",
+             *(name for name, od in OPS.items() if od.category == "accum")}
+    missing = sorted(t for t in shown if t.lower() not in terms)
+    assert not missing, f"terms the widgets show without a glossary entry: {missing}"

@@ -65,14 +65,6 @@ for out_op in _bg.output_ops:
 _fused_rest = ((_us(_hbm, _device.mem_bw_gbps) + _us(_l2, _device.l2_bw_gbps))
                / min(1, _blocks / _device.sm_count))
 
-def _rejects(check, answer):
-    """Whether the exercise's check cell rejects `answer` (a wrong one, here)."""
-    try:
-        check(answer)
-    except AssertionError:
-        return True
-    return False
-
 
 _exercise_rejects = [*(_rejects(check_speedup, speedup_without_launches * f) for f in (1.01, 0.99)),
                      _rejects(check_speedup, result.eager_us / best.modeled_us)]

@@ -67,15 +67,11 @@ def _split_d(accumulator):
     return g.build()
 
 
-try:
-    check_split_d(_split_d("red_ld_mean"))
-    _rejects = False
-except AssertionError:
-    _rejects = True
+_rejects_wrong = _rejects(check_split_d, _split_d("red_ld_mean"))
 print("ORACLE " + json.dumps({"fused_vs_torch": max_rel_err(prism.interpret(fused, *xs), [want]),
                               "hand_vs_torch": max_rel_err([fused_by_hand(*xs, GRID, LOOP)[0]],
                                                            [want]),
-                              "touch": _touch, "check_rejects_wrong_split_d": _rejects,
+                              "touch": _touch, "check_rejects_wrong_split_d": _rejects_wrong,
                               "split_d_vs_torch": max_rel_err(prism.interpret(split_d, *xs),
                                                               [want]),
                               "sweep": len(SWEEP) ** 2, "unfused_launches": _counted.ops,

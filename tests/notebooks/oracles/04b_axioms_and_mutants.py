@@ -12,12 +12,8 @@ mutant_by_hand = (xs @ ws) / xs.mean(axis=1, keepdims=True)
 target_by_torch = (torch.nn.functional.rms_norm(torch.tensor(xs), (xs.shape[-1],))
                    @ torch.tensor(ws)).numpy()
 i = tuple(cex["index"])
-_wrong_predictions = []
-for _y in (1.0, 2.0, -1.0):           # the exercise's check must reject each
-    try:
-        check_y_counter(_y)
-    except AssertionError:
-        _wrong_predictions.append(_y)
+# the exercise's check must reject each
+_wrong_predictions = [_y for _y in (1.0, 2.0, -1.0) if _rejects(check_y_counter, _y)]
 print("ORACLE " + json.dumps({
     "check_rejects": _wrong_predictions,
     "k_split_err": float(np.abs(chunks - a_ @ b_).max()),

@@ -21,13 +21,6 @@ def tokens(source):   # Python's tokens; numbers, and digits in strings and comm
 
 ptx_text = compiled[0][0].ptx
 rows, cols = SHAPES["X"][0], SHAPES["W"][1]
-def _rejects(check, answer):
-    """Whether the exercise's check cell rejects `answer` (a wrong one, here)."""
-    try:
-        check(answer)
-    except AssertionError:
-        return True
-    return False
 
 
 _exercise_rejects = [_rejects(check_repaired, broken_source)]

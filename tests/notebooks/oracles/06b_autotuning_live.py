@@ -71,15 +71,6 @@ for _us, _cid in recosted:
 oracle["distinct_best"] = _distinct[:MAX_TRIALS]
 
 
-def _rejects(check, answer):
-    """Whether the exercise's check cell rejects `answer` (a wrong one, here)."""
-    try:
-        check(answer)
-    except AssertionError:
-        return True
-    return False
-
-
 oracle["exercise_rejects"] = [_rejects(check_finalists, my_finalists[::-1]),
                               _rejects(check_finalists, my_finalists[:-1]),
                               _rejects(check_finalists, [c for _, c in recosted[:MAX_TRIALS + 1]])]

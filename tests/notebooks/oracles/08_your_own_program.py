@@ -1,5 +1,6 @@
 import inspect
 import json
+import math as _math
 import os
 import re
 import subprocess
@@ -53,13 +54,6 @@ bw, peak = spec.mem_bw_gbps * 1e3, spec.fp16_tflops * 1e6
 eager_kernels = [(x + w + o, 2 * n * m * k), (2 * o, n * m), (h + 2 * o, n * m)]
 flops_total = 2 * n * m * k + 2 * n * m
 ptx_text = (out / "kernel.ptx").read_text()
-def _rejects(check, answer):
-    """Whether the exercise's check cell rejects `answer` (a wrong one, here)."""
-    try:
-        check(answer)
-    except AssertionError:
-        return True
-    return False
 
 
 _exercise_rejects = [_rejects(check_block_ops, b) for b in (
@@ -86,7 +80,73 @@ for _w in (sdpa, by_hand):
     _attn[_w.name] = float(np.abs(_got - _want).max() / np.abs(_want).max())
 _same_program = [(op.kind, op.attrs) for op in sdpa.graph.ops] == \
     [(op.kind, op.attrs) for op in by_hand.graph.ops]
+
+# Section 9, by other routes than the engine's own counts: each form's best program as a member
+# (its sizes filled in), its kernels counted as the launches its generated run() makes, run in
+# the float64 interpreter and as an fp16 Triton kernel on the inputs the check drew, each against
+# F.scaled_dot_product_attention in float64; the best single kernel re-costed over the members
+# the instantiator enumerates (not the search's own pick), the split at the search's sizes
+# (checked to fit the device); the blocks read off each kernel's grid.
+from prism.instantiate import triton_backend as _backend
+from prism.instantiate.codegen import generate as _generate
+from prism.instantiate.params import assignments as _assignments
+from prism.ir.spec import substitute_graph as _substitute
+from prism.search.audit import within_limits
+
+_h100 = get_device(DEVICE)
+_raw = plain_decode.random_inputs(0)
+_drawn = [a.astype(np.float16).astype(np.float64) for a in _raw]    # as the fp16 kernels see them
+_want9 = _F.scaled_dot_product_attention(*[torch.from_numpy(a) for a in _drawn],
+                                         scale=1.0).numpy()
+
+
+def _best_member_us(graph):
+    """The best latency over the members that fit (inf: none fits)."""
+    return min((modeled_cost(_substitute(graph, env), _h100).latency_us
+                for env in _assignments(graph, _h100, limit=10_000)), default=_math.inf)
+
+
+def _launches(source):
+    return len(re.findall(r"^\s+\w+\[\(.*?\)\]\(", source.split("\ndef run(", 1)[1], re.M))
+
+
+_section9 = {}
+for _name, _opt in decoded.items():
+    _found = _opt.search.best
+    _member = _substitute(_found.graph, _found.assignment)
+    _module = _backend.load(_generate(_member).source)
+    _ir = [np.ascontiguousarray(a) for a in _opt.graph.to_ir(_drawn)]   # the member's layout: K
+    with np.errstate(all="ignore"):                                     # as the IR reads it
+        _got16 = _module.run(*[torch.tensor(a, dtype=torch.float16) for a in _ir])
+        (_got64,) = prism.interpret(_member, *_ir)
+    _got16 = _got16.double().numpy()
+    _ones = [c for c in _opt.search.equivalent if c.num_kernels == 1]
+    _section9[_name] = {
+        "launches": _launches(_generate(_member).source),
+        "symbolic": bool(_found.graph.free_vars()),
+        "interpreter_err": float(np.abs(_got64 - _want9).max()
+                                 / np.abs(_want9).max()),
+        "fp16_finite": bool(np.isfinite(_got16).all()),
+        "fp16_err": float(np.abs(_got16 - _want9).max() / np.abs(_want9).max())
+        if np.isfinite(_got16).all() else None,
+        "best_us": modeled_cost(_member, _h100).latency_us,     # at the search's own sizes,
+        "fits": within_limits(_found.graph, _found.assignment, _h100),   # which fit the device
+        "one_kernel_us": min(_best_member_us(c.graph) for c in _ones),
+        "winner_launches": _launches(_opt.best.triton_source) if _opt.best else None,
+    }
+_split = decoded["safe_decode"].best.graph
+_alone = _substitute(one_kernel["safe_decode"].graph, one_kernel["safe_decode"].assignment)
+_section9["blocks"] = {what: [_math.prod(d.value for d in bg.grid) for _, bg in g.iter_blocks()]
+                       for what, g in (("one kernel", _alone), ("split", _split))}
+_section9["sm_count"] = _h100.sm_count
+_s = torch.from_numpy(_raw[0]) @ torch.from_numpy(_raw[1]).transpose(-2, -1)
+_section9["largest_score"] = float(_s.max())
+_section9["fp16_exp_limit"] = float(np.log(np.finfo(np.float16).max))
+_section9["exp_overflows_fp16"] = bool(np.isinf(np.float16(np.exp(float(_s.max())))))
+_section9["attention_safe_ops"] = [op.kind for op in prism.get_workload("attention_safe").graph.ops]
+_section9["safe_decode_ops"] = [op.kind for op in safe_decode.graph.ops]
 print("ORACLE " + json.dumps({
+    "section9": _section9,
     "section8_attention_err": _attn, "section8_same_program": _same_program,
     "section8_projection_err": _projection_err,
     "section8_projection_ops": [op.kind for op in projection.graph.ops
