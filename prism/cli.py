@@ -464,8 +464,9 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
     config = _search_config(args, search_config_for(target.graph, args.budget, args.device))
     db = ResultDB(Path(args.db)) if args.db else ResultDB()
     interrupt = threading.Event()
+    copy: dict[str, Path | None] = {}        # where --trace's file went
     with _interruptible(interrupt, "the search stops now; what it found is tuned, checked and "
-                        "written"):
+                        "written"), _extra_trace(args.trace, interrupt, copy) as tracer:
         result = superoptimize(target.workload or target.graph, device=args.device,
                                dtype=args.dtype, measure=args.measure, budget_s=args.budget,
                                out=Path(args.out),
@@ -474,8 +475,10 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
                                interrupt=interrupt, executor=_executor(args),
                                also_at=[dict(_parse_shape(part, "--also-at")
                                              for part in text.split(","))
-                                        for text in args.also_at or ()])
+                                        for text in args.also_at or ()], tracer=tracer)
     doc = result.to_json()
+    if copy.get("path") is not None:
+        doc.setdefault("files", {})["trace_copy"] = str(copy["path"])
     if not args.json:
         dtype = "" if doc["dtype"] == "float16" else f", dtype: {doc['dtype']}"
         print(f"{doc['target']} on {doc['device']} (measure: {doc['measure']}{dtype}), "
@@ -514,6 +517,34 @@ def _cmd_optimize(args: argparse.Namespace) -> Any:
         return Exit(out, 130)
     # 0 only for a kernel whose check ran and passed; a check not run is no pass
     return Exit(out, 0 if result.best is not None and result.best.check.passed else 1)
+
+
+@contextlib.contextmanager
+def _extra_trace(path: str | None, interrupt: threading.Event,
+                 where: dict[str, Path | None]) -> Iterator[Any]:
+    """`prism optimize --trace F`: a tracer whose events also go to F (plain text unless F ends
+    in .gz), written beside F and moved there when the run ends (beside it when the run was
+    interrupted or failed), as `prism search --trace`; `where["path"]` says where it went.
+    Yields None (the pipeline's own tracer) without one."""
+    if path is None:
+        yield None
+        return
+    from prism.outputs import OutputFile
+    from prism.trace import JsonlWriter, Tracer
+    trace = OutputFile(path, "--trace")
+    tracer = Tracer(keep=False)
+    writer = JsonlWriter(trace.staging, fix="free space there or choose another --trace",
+                         shown=trace.path)
+    tracer.subscribe(writer, required=True)     # a trace that cannot be written stops the run
+    try:
+        yield tracer
+    except BaseException as e:
+        writer.close()
+        where["path"] = trace.finish("interrupted" if isinstance(e, KeyboardInterrupt) else
+                                     "failed")
+        raise
+    writer.close()
+    where["path"] = trace.finish("interrupted" if interrupt.is_set() else "done")
 
 
 def _cmd_bench(args: argparse.Namespace) -> Any:
@@ -787,7 +818,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--audit-rule", metavar="NAME", help="re-explore what rule NAME pruned "
                     "and verify it: exits 1 if an equivalent program was pruned wrongly")
     sp = command("optimize", _cmd_optimize, "the whole pipeline: search, instantiate, generate "
-                 "Triton, tune; writes kernel.py, kernel.ptx, trace.jsonl and report.html")
+                 "Triton, tune; writes kernel.py, kernel.ptx, trace.jsonl.gz and report.html")
     _search_arguments(sp)
     sp.add_argument("--measure", default="model", choices=("model", "interpret", "cuda"),
                     help="model: the cost model; interpret: Triton's interpreter (correctness, "
@@ -804,6 +835,8 @@ def _parser() -> argparse.ArgumentParser:
                     "kernel.py carries every shape and dispatches on the input shapes")
     sp.add_argument("--db", metavar="F.jsonl", help="the result database (default "
                     "~/.cache/prism/results.jsonl, or $PRISM_CACHE_DIR/results.jsonl)")
+    sp.add_argument("--trace", metavar="F.jsonl", help="also write every event to this file, "
+                    "as plain text unless F ends in .gz (--out always holds trace.jsonl.gz)")
     sp = command("calibrate", _cmd_calibrate, "measure launch overhead, HBM and L2 bandwidth "
                  "and few-block bandwidth with Triton microbenchmarks, beside the cost model's "
                  "numbers (on a CPU: the kernels checked in the interpreter, times interpreted)")
@@ -835,7 +868,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--concrete-budget", type=float, metavar="S", help="with --ablation: "
                     "seconds per concrete search (default: --budget)")
     sp.add_argument("--runs", metavar="DIR", help="keep each workload's optimize outputs "
-                    "(trace.jsonl, result.json, report.html) in DIR/WORKLOAD")
+                    "(trace.jsonl.gz, result.json, report.html) in DIR/WORKLOAD")
     sp.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
                     help="print what changed from run A to run B, row by row, as B / A")
     sp.add_argument("--readme", action="store_true", help="rewrite README.md's workload table "

@@ -135,7 +135,7 @@ def compile(model: Any, *, budget_s: float = 60.0, device: str = "h100",
     text to advice (an LLM, say), or None; advice only reorders or narrows. `rest`: what runs
     everything but the fused regions, "inductor" (eager where Inductor cannot compile here)
     or "eager". `out`: a folder where each region optimized (not served from the cache) leaves
-    `prism optimize`'s outputs, `graph<G>-region<K>/` (kernel.py, trace.jsonl with the advice
+    `prism optimize`'s outputs, `graph<G>-region<K>/` (kernel.py, trace.jsonl.gz with the advice
     stages, report.html, result.json), which `widgets.Workbench.from_trace` replays."""
     import torch
 

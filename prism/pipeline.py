@@ -19,7 +19,7 @@
                   or `failed` only when the check ran, else `not run` and why; a finalist is a
                   winner only when it is proved (the input program by its id, or a candidate
                   with an `equivalent` verdict);
-5. **write**      `kernel.py`, `kernel.ptx`, `trace.jsonl`, `report.html` and `result.json` into
+5. **write**      `kernel.py`, `kernel.ptx`, `trace.jsonl.gz`, `report.html` and `result.json` into
                   the output folder, when one is given: into a fresh folder beside it, renamed
                   into place when the run is done (`prism.outputs`), so a run that fails or is
                   interrupted leaves the previous results as they were and its own beside them
@@ -54,7 +54,7 @@ from prism.frontend.workload import Workload
 from prism.ir.graph import KernelGraph
 from prism.search import SearchConfig, SearchResult, search
 from prism.search.executors import Executor
-from prism.trace import Event, FamilyGenerated, FamilyPruned, JsonlWriter, Tracer
+from prism.trace import TRACE_FILE, Event, FamilyGenerated, FamilyPruned, JsonlWriter, Tracer
 from prism.tune import Config, ResultDB, Trial, TuningResult, make_backend, tune
 from prism.verify.equiv import Verdict
 
@@ -69,7 +69,7 @@ INPUT_PROGRAM = "input"    # the candidate id of the user's own program
 PARTIAL_SHARE = 0.25       # of the search's budget, kept for the partial-fusion search at least
 # Family events `result.trace` holds in memory; beyond them, only the first pruned family of each
 # rule (the report's examples). A search of millions of families would otherwise hold gigabytes
-# (ntrans at the bench's budget was killed for memory at 24 GiB). trace.jsonl keeps them all.
+# (ntrans at the bench's budget was killed for memory at 24 GiB). trace.jsonl.gz keeps them all.
 MAX_TRACE_FAMILIES = 200_000
 PARTIAL_IDS = ("pf", "pc")  # its family and candidate ids, beside the fusion search's f/c
 
@@ -384,9 +384,9 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
     listening = [tracer.subscribe(keeper)]
     writer = None
     if folder is not None:
-        writer = JsonlWriter(folder.staging / "trace.jsonl",
+        writer = JsonlWriter(folder.staging / TRACE_FILE,
                              fix="free space there or choose another output folder (--out)",
-                             shown=folder.path / "trace.jsonl")
+                             shown=folder.path / TRACE_FILE)
         # required: a run whose trace file cannot be written stops (TraceWriteError)
         listening.append(tracer.subscribe(writer, required=True))
     backend = make_backend(measure, spec)
@@ -464,7 +464,7 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
             result.notes.append(
                 f"result.trace holds the first {MAX_TRACE_FAMILIES:,} family events of "
                 f"{keeper.families:,} and one pruned example per rule after them (memory); the "
-                "search's counts are whole, and trace.jsonl (--out) holds every event")
+                f"search's counts are whole, and {TRACE_FILE} (--out) holds every event")
         if folder is not None:
             if result.interrupted:
                 folder.mark("interrupted")

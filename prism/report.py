@@ -1,6 +1,6 @@
 """What `prism optimize --out DIR` writes: the kernel module, its PTX, the result JSON and a
 self-contained HTML report (the table of latencies, each with its kind, the sGraph picture, the
-proof, the tuning plot, the search). The trace (`trace.jsonl`) is written as events happen.
+proof, the tuning plot, the search). The trace (`trace.jsonl.gz`) is written as events happen.
 
 The report (`page`) is made from the run's events alone, so `widgets.Workbench.save_html` gives
 the same page for a live or replayed run. It is static HTML with inline SVG: it opens without a
@@ -21,6 +21,7 @@ from prism.ir.dtypes import get_dtype
 from prism.ir.graph import KernelGraph
 from prism.pipeline import INPUT_PROGRAM, Check
 from prism.trace import (
+    TRACE_FILE,
     CandidateVerified,
     Event,
     FamilyGenerated,
@@ -39,7 +40,7 @@ def write_outputs(result: OptimizeResult, folder: Path,
     """Write the files into `folder`; the paths returned are where `final` says each will be
     (the output folder once `prism.outputs.OutputFolder` has moved it into place)."""
     files = {"kernel": folder / "kernel.py", "ptx": folder / "kernel.ptx",
-             "trace": folder / "trace.jsonl", "report": folder / "report.html",
+             "trace": folder / TRACE_FILE, "report": folder / "report.html",
              "result": folder / "result.json"}
     best = result.best
     if best is not None:

@@ -155,7 +155,7 @@ def test_a_compiled_regions_advice_is_on_its_trace_and_in_the_workbench(cases, t
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
     (region,) = compiled.prism_report.graphs[0]
-    trace = tmp_path / "regions" / f"graph0-region{region.index}" / "trace.jsonl"
+    trace = tmp_path / "regions" / f"graph0-region{region.index}" / "trace.jsonl.gz"
     stages = {e.stage: e.summary for e in read_jsonl(trace) if e.type == "StageFinished"}
     # the label the heuristic gives this program's ops, from the region's own report
     assert stages["advice"]["advice"]["label"] == region.advised.advice.label

@@ -74,7 +74,7 @@ def test_quick_run_exits_0_and_has_a_row_per_workload(quick, doc):
 def test_search_figures_are_the_traces_counts(quick, doc, name):
     _, _, runs = quick
     row = next(r for r in doc["rows"] if r["workload"] == name)
-    events = read_jsonl(runs / name / "trace.jsonl")
+    events = read_jsonl(runs / name / "trace.jsonl.gz")
     assert row["families_generated"] == sum(isinstance(e, FamilyGenerated) for e in events)
     prunes = [e for e in events if isinstance(e, FamilyPruned)]
     proven = Counter(e.rule for e in prunes if e.evidence.get("claim") != "unproven")
@@ -116,7 +116,7 @@ def test_search_figures_are_the_traces_counts(quick, doc, name):
 def test_kernel_figures_are_the_cost_models(quick, doc, name):
     _, _, runs = quick
     row = next(r for r in doc["rows"] if r["workload"] == name)
-    events = read_jsonl(runs / name / "trace.jsonl")
+    events = read_jsonl(runs / name / "trace.jsonl.gz")
     winner = graph_from_json(_stage(events, "check").summary["graph"])
     program = get_workload(name).graph
     assert row["latency_kind"] == "modeled"

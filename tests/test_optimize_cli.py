@@ -4,6 +4,7 @@ clear errors for what cannot be done here."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -90,7 +91,7 @@ def test_more_shapes_are_served_from_the_checkpoint_and_kernel_py_dispatches(cap
         assert shaped["carried"] and shaped["best"]["verdict"] == "equivalent"
         assert shaped["best"]["check"]["passed"]
     assert os.path.exists(doc["files"]["checkpoint"])
-    with open(doc["files"]["trace"]) as f:
+    with gzip.open(doc["files"]["trace"], "rt") as f:       # trace.jsonl.gz
         events = [json.loads(line) for line in f]
     stage = next(e for e in events if e["type"] == "StageFinished" and e["stage"] == "shapes")
     assert len(stage["summary"]["shapes"]) == 2
@@ -185,4 +186,4 @@ def test_a_trace_file_that_cannot_be_written_is_an_error(tmp_path):
     assert (out / "kernel.py").read_text() == "# the previous run's kernel\n"
     left = [p.name for p in tmp_path.iterdir() if p.name.startswith("out.")]
     assert len(left) == 1 and left[0].startswith("out.failed-"), left
-    assert (tmp_path / left[0] / "trace.jsonl").exists()
+    assert (tmp_path / left[0] / "trace.jsonl.gz").exists()

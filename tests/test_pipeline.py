@@ -57,7 +57,7 @@ def test_the_trace_holds_every_stage_and_the_files_are_written(cases, tmp_path):
     finished = {e.stage: e for e in result.trace if isinstance(e, StageFinished)}
     assert started == STAGES and set(finished) == set(STAGES)
     assert all(finished[s].error is None for s in STAGES)
-    on_disk = list(read_jsonl(tmp_path / "trace.jsonl"))
+    on_disk = list(read_jsonl(tmp_path / "trace.jsonl.gz"))
     assert len(on_disk) == len(result.trace)
     failed = sum(not t.ok for t in result.tuning.finalists)
     assert sum(isinstance(e, Measured) for e in on_disk) == len(result.tuning.screened) + failed
@@ -188,7 +188,7 @@ def test_a_winner_whose_check_cannot_run_is_not_run_never_passed(cases, monkeypa
     line = html.split("<p>Check: ", 1)[1].split("</p>", 1)[0]
     assert line.startswith("not run (") and "passed" not in line
     # the trace says the same: the check stage's summary, as the widgets read it
-    stage = next(e for e in read_jsonl(tmp_path / "trace.jsonl")
+    stage = next(e for e in read_jsonl(tmp_path / "trace.jsonl.gz")
                  if isinstance(e, StageFinished) and e.stage == "check")
     assert Check.from_json(stage.summary["check"]) == check
 
@@ -264,11 +264,11 @@ def test_a_trace_file_that_cannot_be_written_stops_the_run_with_a_clear_error(
         run_small(cases, "rmsnorm_matmul", max_trials=1, compile_ptx=False, out=out,
                   tracer=tracer)
     message = str(err.value)
-    assert f"the trace file {out / 'trace.jsonl'} could not be written" in message
+    assert f"the trace file {out / 'trace.jsonl.gz'} could not be written" in message
     assert "No space left on device" in message and "--out" in message
     assert not out.exists()             # a failed run never takes the output folder's place
     (failed,) = tmp_path.glob("out.failed-*")             # its partial results, beside it
-    assert len(read_jsonl(failed / "trace.jsonl")) == 5
+    assert len(read_jsonl(failed / "trace.jsonl.gz")) == 5
     assert len(view) > 6 and view[5].seq == 5             # the event that failed reached it
     last = view[-1]
     assert isinstance(last, StageFinished) and "could not be written" in (last.error or "")
@@ -296,7 +296,7 @@ def test_result_trace_is_bounded_and_the_report_is_still_whole(cases, tmp_path, 
     monkeypatch.setattr(pipeline, "MAX_TRACE_FAMILIES", 40)
     result = run_small(cases, "rmsnorm_matmul", max_trials=1, compile_ptx=False,
                        out=tmp_path / "run")
-    full = list(read_jsonl(tmp_path / "run" / "trace.jsonl"))
+    full = list(read_jsonl(tmp_path / "run" / "trace.jsonl.gz"))
     families = [e for e in full if e.type in ("FamilyGenerated", "FamilyPruned")]
     kept = [e for e in result.trace if e.type in ("FamilyGenerated", "FamilyPruned")]
     rules = {e.rule for e in families if e.type == "FamilyPruned"}

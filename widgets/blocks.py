@@ -37,6 +37,7 @@ from prism.ir.dims import evaluate
 from prism.ir.graph import KernelGraph
 from prism.ir.spec import problems, substitute_graph
 from widgets.glossary import definition
+from widgets.snapshot import Snapshotted
 
 AXES = ("x", "y", "z")
 Block = tuple[int, ...]            # a block's grid coordinates, one per grid dim
@@ -340,7 +341,7 @@ def header_html(state: BlockState) -> str:
             f"<span style='color:{_WRITE}'>■</span> written after the loop")
 
 
-class BlockView(ipywidgets.VBox):
+class BlockView(Snapshotted, ipywidgets.VBox):
     """A slider per grid dim and one for the loop iteration, a step button, the tensors as
     tiles and the sentence of what the chosen block reads and writes."""
 
@@ -395,3 +396,8 @@ class BlockView(ipywidgets.VBox):
         self.line.value = (f"<div class='prism-block-line' style='font:13px monospace;"
                            f"margin:4px 0'>{html.escape(self.state.sentence(block, i))}</div>")
         self.picture.value = picture_html(self.state, block, i)
+        self._snapshot_changed()
+
+    def snapshot_summary(self) -> str:
+        """The snapshot's line: the block and iteration shown, in the view's own sentence."""
+        return html.escape(f"blocks · {self.state.sentence(self.block, self.iteration.value)}")

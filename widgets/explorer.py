@@ -45,6 +45,8 @@ from prism.trace import (
     Event,
     FamilyGenerated,
     FamilyPruned,
+    Instantiated,
+    Measured,
     SearchFinished,
     StageFinished,
     StageStarted,
@@ -53,6 +55,7 @@ from prism.trace import (
 from widgets.glossary import abbr, definition
 from widgets.live import REDRAW_S, Gate, LiveView, Throttle
 from widgets.proof import CounterexampleState, ProofState, counterexample_html, proof_html
+from widgets.snapshot import Snapshotted
 
 FAMILY_STATUSES = ("kept", "pruned")
 CANDIDATE_STATUSES = ("verified", "rejected", "undecided")
@@ -104,6 +107,11 @@ class SearchState:
         self._groups: dict[str | None, dict[str, dict[str, dict[str, None]]]] = {}
         self.newest: str | None = None                # the family generated or pruned last
         self.audit: dict[str, list[dict[str, Any]]] = {}   # family → an audit's findings on it
+        # what tuning made of each candidate: its configurations (id → parameters) and their
+        # latencies (config id → (µs, kind)); the run's dtype once the check stage names it
+        self.configs: dict[str, dict[str, dict[str, Any]]] = {}
+        self.latency: dict[str, tuple[float, str]] = {}
+        self.dtype = "float16"
 
     # -- consuming -------------------------------------------------------------------------
 
@@ -132,6 +140,12 @@ class SearchState:
         elif isinstance(event, SearchFinished):
             self.finished = True
             self._summarize(event.summary)
+        elif isinstance(event, Instantiated) and event.candidate is not None:
+            self.configs.setdefault(event.candidate, {})[event.id] = event.params
+        elif isinstance(event, Measured):
+            self.latency[event.id] = (event.latency_us, event.kind)
+        if isinstance(event, StageFinished) and isinstance(event.summary.get("dtype"), str):
+            self.dtype = event.summary["dtype"]
 
     def _family(self, fid: str, parent: str | None, seq: int, description: str,
                 graph: dict[str, Any] | None) -> Node:
@@ -440,7 +454,7 @@ def _minus(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
 
 # -- the view ------------------------------------------------------------------------------------
 
-class SearchExplorer(LiveView):
+class SearchExplorer(Snapshotted, LiveView):
     """The view over a `SearchState`; display it in a notebook cell (`explorer` or
     `display(explorer.widget)`). A listener: `tracer.subscribe(explorer)` feeds it."""
 
@@ -712,6 +726,12 @@ class SearchExplorer(LiveView):
         self._draw_detail()
         for draw in self.also_draw:
             draw()
+        self._snapshot_changed()
+
+    def snapshot_summary(self) -> str:
+        """The snapshot's line: where the search is and its counts (as the header says)."""
+        with self._lock:
+            return self._progress_html()
 
     def _draw_detail(self) -> None:
         selected = self.select.value

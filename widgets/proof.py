@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from prism.trace import CandidateRejected, CandidateVerified
+from widgets.snapshot import Snapshotted
 
 
 @dataclass(frozen=True)
@@ -317,7 +318,7 @@ def counterexample_html(state: CounterexampleState) -> str:
 
 # -- the view ------------------------------------------------------------------------------------
 
-class ProofView:
+class ProofView(Snapshotted):
     """A proof or a counterexample as a widget, with a small picture of the e-graph around the
     final class when the proof carries one (else of the proof's final term); `graph=False`
     leaves the picture out (it needs Graphviz's `dot`; without it the view says so)."""
@@ -360,6 +361,15 @@ class ProofView:
                 parts.append(f"<p><i>no drawing ({html.escape(type(err).__name__)}: "
                              f"{html.escape(str(err))})</i></p>")
         return "".join(parts)
+
+    def snapshot_summary(self) -> str:
+        """The snapshot's line: whose proof, its verdict and length (or the refutation)."""
+        s = self.state
+        who = f"{s.candidate}: " if s.candidate else ""
+        if isinstance(s, ProofState):
+            return html.escape(f"proof · {who}{s.verdict} ({s.method or '?'}, {len(s.steps)} "
+                               f"steps, {s.sizes or '?'} sizes)")
+        return html.escape(f"counterexample · {who}{s.headline()}")
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)

@@ -37,6 +37,7 @@ from prism.search.abstract import op_term
 from prism.search.hardware import HardwareVerdict, check_hardware, smem_tiles
 from prism.verify.translate import leaf, tensor_leaf
 from widgets.glossary import abbr
+from widgets.snapshot import Snapshotted
 
 Entry = int | str          # a map entry: 0/1, or the name of a 0/1 map variable
 
@@ -435,7 +436,7 @@ def _svg(graph: KernelGraph) -> str:
         return f"<i>{_esc(e)}</i>"
 
 
-class SGraphView(ipywidgets.VBox):
+class SGraphView(Snapshotted, ipywidgets.VBox):
     """The picture, one accordion section per custom kernel, a selector per size variable
     driving the tile table and the feasibility line, and a tensor selector showing its
     abstract expression."""
@@ -486,6 +487,14 @@ class SGraphView(ipywidgets.VBox):
         inst = self.instance
         self.tiles.value = instance_html(self.state, inst)
         self.verdict.value = verdict_html(inst)
+        self._snapshot_changed()
+
+    def snapshot_summary(self) -> str:
+        """The snapshot's line: the graph, its kernels and the sizes chosen."""
+        g = self.state.graph
+        at = ", ".join(f"{k}={v}" for k, v in self.assignment.items())
+        return _esc(f"sGraph · {g.name or 'a graph'}: {len(g.ops)} kernel op(s), "
+                    f"{len(self.state.custom)} custom" + (f" · at {at}" if at else ""))
 
     def _on_tensor(self, change: Any = None) -> None:
         if self.tensor.value is None:

@@ -14,6 +14,8 @@ import html
 import re
 from dataclasses import dataclass
 
+from widgets.snapshot import Snapshotted
+
 _JIT = re.compile(r"^def (\w+)\(")
 _GROUP = re.compile(r"^\s+# (?:store \w+ into (\w+)|(\w+)(?: = |: ))")
 _ASSIGN = re.compile(r"^\s+(\w+) (?:\+|-|\*|/)?= ")
@@ -97,7 +99,7 @@ class SourceState:
                 + "\n".join(parts) + "</pre>")
 
 
-class SourceView:
+class SourceView(Snapshotted):
     """The source with a chooser of its ops: the chosen op's lines light up."""
 
     def __init__(self, source: str):
@@ -115,6 +117,13 @@ class SourceView:
 
     def _draw(self) -> None:
         self.code.value = self.state.html(self.op.value)
+        self._snapshot_changed()
+
+    def snapshot_summary(self) -> str:
+        """The snapshot's line: the module's size and the op whose lines are lit."""
+        lit = f" · lit: {self.op.value}" if self.op.value else ""
+        return html.escape(f"Triton source · {len(self.state.source.splitlines())} lines, "
+                           f"{len(self.state.ops)} ops{lit}")
 
     def _repr_mimebundle_(self, **kwargs: object) -> object:
         return self.widget._repr_mimebundle_(**kwargs)

@@ -45,6 +45,7 @@ from widgets.proof import (
     fitted,
     proof_html,
 )
+from widgets.snapshot import Snapshotted
 
 ROWS = 20          # rows drawn per open group before its "show more" row
 TOP_REASONS = 3    # reasons named on a group's own row
@@ -67,7 +68,7 @@ def reason_key(parent: str | None, head: str, reason: str) -> str:
     return _key("reason", parent, head, reason)
 
 
-class SearchTree(LiveView):
+class SearchTree(Snapshotted, LiveView):
     """The tree view; see the module docstring. Its controls: the tree (a click on a row's
     triangle opens or closes it, on a family or candidate selects it, on "show more" draws
     more), the jump box (an id, then enter), "follow the newest", and the comparison's two
@@ -213,6 +214,12 @@ class SearchTree(LiveView):
                                       "" if kind == "candidate" else
                                       f"<p class='prism-no-graph' style='color:#555'>"
                                       f"{NO_GRAPH}</p>")
+        self._snapshot_changed()
+
+    def snapshot_summary(self) -> str:
+        """The snapshot's line: the whole search's counts (the root row's)."""
+        with self._lock:
+            return html.escape(f"search tree · {counts_text(self.state.subtree(None))}")
 
     def rows(self) -> list[dict[str, Any]]:
         """The rows drawn now, top to bottom: the search, then whatever is open under it."""
@@ -354,8 +361,9 @@ def graph_text(doc: str) -> str:
 # -- two candidates side by side ------------------------------------------------------------------
 
 class CandidateCompare:
-    """Two candidates, chosen by id: each one's graph and proof (or counterexample) side by
-    side, and a line diff of their text forms (`prism.ir.text.to_text`)."""
+    """Two candidates, chosen by id: each one's graph, proof (or counterexample) and Triton
+    source (of its best configuration, once tuning has instantiated it) side by side, and a
+    line diff of their text forms (`prism.ir.text.to_text`)."""
 
     def __init__(self, state: SearchState, lock: Any = None):
         import ipywidgets as w
@@ -407,7 +415,65 @@ def _candidate_html(state: SearchState, cid: str) -> str:
         why = counterexample_html(CounterexampleState(cid, n.parent, n.payload, n.method))
     else:
         why = f"<p>{html.escape(n.reason)}</p>"
-    return head + picture + why
+    return head + picture + why + source_html(state, cid)
+
+
+_RANKING = ("measured", "modeled", "interpreted")     # which kind ranks, as in tuning
+
+
+def chosen_config(state: SearchState, cid: str) -> tuple[str, dict[str, Any]] | None:
+    """The configuration of candidate `cid` whose source the comparison shows: its fastest
+    measurement of the kind that ranks (measured, else modeled, else interpreted), else the
+    first one instantiated; None when tuning never instantiated it."""
+    configs = state.configs.get(cid)
+    if not configs:
+        return None
+    timed = [(state.latency[k], k) for k in configs if k in state.latency]
+    for kind in _RANKING:
+        mine = [(us, k) for (us, of), k in timed if of == kind and us != float("inf")]
+        if mine:
+            best = min(mine)[1]
+            return best, configs[best]
+    first = next(iter(configs))
+    return first, configs[first]
+
+
+def source_html(state: SearchState, cid: str) -> str:
+    """Candidate `cid`'s Triton source at its chosen configuration (`chosen_config`), folded;
+    or why there is none: a rejected candidate is never instantiated, and a verified one only
+    once tuning reaches it."""
+    n = state.row(cid)
+    chosen = chosen_config(state, cid)
+    if chosen is None or n.graph is None:
+        why = ("rejected candidates are never instantiated" if n.status == "rejected" else
+               "its graph is not on the trace" if n.graph is None else
+               "tuning has not instantiated it (yet)")
+        return f"<p class='prism-no-source'><i>no Triton source: {html.escape(why)}</i></p>"
+    config, params = chosen
+    timed = state.latency.get(config)
+    how = (f", {timed[0]:.4g} µs ({timed[1]})" if timed and timed[0] != float("inf") else
+           ", failed" if timed else ", not measured")
+    try:
+        text = triton_source(json.dumps(n.graph), json.dumps(params, sort_keys=True), config,
+                             state.dtype)
+    except PrismError as e:
+        return f"<p><i>no Triton source for {html.escape(config)}: {html.escape(str(e))}</i></p>"
+    from widgets.source import SourceState
+    return (f"<details class='prism-compare-source'><summary>Triton source of "
+            f"<code>{html.escape(config)}</code>{html.escape(how)} · "
+            f"{len(text.splitlines())} lines</summary>{SourceState(text).html()}</details>")
+
+
+@functools.lru_cache(maxsize=32)
+def triton_source(graph: str, params: str, name: str, dtype: str) -> str:
+    """The Triton module of a candidate's graph (JSON) at `params` (JSON): the generator
+    tuning used, so the same text."""
+    from prism.instantiate.codegen import generate
+    from prism.ir.serialize import graph_from_json
+    g = graph_from_json(json.loads(graph), validate=False)
+    free = g.free_vars()
+    env = {k: v for k, v in json.loads(params).items() if k in free}
+    return generate(g, env, name=name, dtype=dtype).source
 
 
 def diff_html(state: SearchState, a: str, b: str) -> str:

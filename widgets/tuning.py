@@ -32,6 +32,7 @@ from prism.trace import (
     StageFinished,
 )
 from widgets.live import REDRAW_S, LiveView, Throttle
+from widgets.snapshot import Snapshotted
 
 SYMBOLS = {"measured": "circle", "interpreted": "diamond", "modeled": "square"}
 RANKING = ("measured", "modeled", "interpreted")   # which kind ranks: interpreted times do not
@@ -67,6 +68,7 @@ class TuningState:
     def __init__(self) -> None:
         self.events = 0
         self.measurements = 0
+        self.measured: list[Measured] = []      # every Measured event, failures too
         self.points: dict[str, list[Point]] = {k: [] for k in MEASURE_KINDS}   # finite only
         self.curves: dict[str, list[float]] = {k: [] for k in MEASURE_KINDS}   # best so far
         self.failures: list[Point] = []
@@ -82,6 +84,7 @@ class TuningState:
             self.instantiated[event.id] = event.params
         elif isinstance(event, Measured):
             self.measurements += 1
+            self.measured.append(event)
             p = Point(self.measurements, event.id, event.candidate, event.latency_us,
                       event.kind, event.params, event.device, event.seq)
             if not p.ok:
@@ -154,7 +157,7 @@ def _number(x: object) -> float | None:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
 
 
-class TuningMonitor(LiveView):
+class TuningMonitor(Snapshotted, LiveView):
     """The view over a `TuningState`; a listener (`tracer.subscribe(monitor)`)."""
 
     def __init__(self, state: TuningState | None = None, *, interval: float = REDRAW_S):
@@ -242,6 +245,31 @@ class TuningMonitor(LiveView):
                 trace.showlegend = value is not None
         self.header.value = header
         self.failures.value = failures
+        self._snapshot_changed()
+
+    def snapshot_summary(self) -> str:
+        """The snapshot's line: the best so far of the ranking kind, with its kind."""
+        with self._lock:
+            s = self.state
+            best = s.best()
+            failed = f", {len(s.failures)} failed" if s.failures else ""
+            if best is None:
+                return f"tuning · {s.measurements} measured{failed}"
+            return html.escape(f"tuning · best so far {best.config}: {best.latency_us:.4g} µs "
+                               f"({best.kind}) · {s.measurements} measured{failed}")
+
+    def snapshot_body(self) -> str:
+        """The header, one static plot per latency kind (kinds never share an axis), the
+        failures."""
+        from prism.report import tuning_svg
+        with self._lock:
+            s = self.state
+            bounds = [(v, label) for v, label in ((s.roofline_us, "roofline bound"),
+                                                  (s.eager_us, "eager")) if v is not None]
+            plots = [f"<h4>{html.escape(kind)} latencies</h4>" + tuning_svg(
+                [e for e in s.measured if e.kind == kind], bounds if kind == "modeled" else [])
+                for kind in s.kinds]
+            return _header_html(s) + "".join(plots) + failures_html(s.failures)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)

@@ -3,7 +3,7 @@ over one stream of events.
 
     bench = Workbench("rmsnorm_matmul").run()  # the whole pipeline live, in a notebook cell
     result = await bench.wait()                # a later cell: the kernel's loop stays free
-    Workbench.from_trace("out/trace.jsonl")    # a saved run, replayed
+    Workbench.from_trace("out/trace.jsonl.gz") # a saved run, replayed
     Workbench(...).save_html("page.html")      # a static page that needs no running kernel
     Workbench(..., out="run/")                 # the run's kernel.py, PTX and report land there
     bench.export("winner/")                    # the winner taken away: kernel.py, PTX, report
@@ -31,13 +31,14 @@ from prism.errors import PrismError
 from prism.ir.graph import KernelGraph
 from prism.trace import CandidateRejected, CandidateVerified, Event, StageFinished, read_jsonl
 from widgets.explorer import SearchExplorer
+from widgets.snapshot import Snapshotted, page_body
 from widgets.tree import SearchTree
 from widgets.tuning import TuningMonitor
 
 WINNER = "winner"      # the candidate list's entry for the pipeline's best kernel
 
 
-class Workbench:
+class Workbench(Snapshotted):
     def __init__(self, target: Any = None, *, device: str = "h100", measure: str = "model",
                  budget_s: float = 120.0, search_config: Any = None, max_trials: int = 8,
                  compile_ptx: bool = True, out: str | Path | None = None, advice: Any = None):
@@ -77,6 +78,7 @@ class Workbench:
         for k, title in enumerate(("search", "candidates", "tuning")):
             self.widget.set_title(k, title)
         self._switch()
+        self.explorer.also_draw.append(self._snapshot_changed)    # its counts, as they grow
         if target is not None:
             options = {"device": device, "measure": measure, "budget_s": budget_s,
                        "search_config": search_config, "max_trials": max_trials,
@@ -114,6 +116,7 @@ class Workbench:
                 changed = True
         if changed:
             self._options()
+        self._snapshot_changed()
 
     @classmethod
     def from_trace(cls, events: Iterable[Event] | str | Path) -> Workbench:
@@ -162,6 +165,8 @@ class Workbench:
     def _finished(self) -> Any:
         self.tuning.flush()
         self._options()
+        if self._snap is not None:
+            self._snap.flush()          # the finished run, into the notebook to be saved
         return self.result
 
     # -- the candidates tab --------------------------------------------------------------
@@ -275,6 +280,31 @@ class Workbench:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
+
+    # -- the snapshot (`widgets.snapshot`) -----------------------------------------------
+
+    def snapshot_summary(self) -> str:
+        """The snapshot's line: the best kernel with its latency and kind and its check (once
+        the run has one), then where the search is and its counts."""
+        with self.explorer._lock:
+            progress = self.explorer._progress_html()
+        win = self.winner
+        if win is None:
+            return "workbench · " + progress
+        check = (win.get("check") or {}).get("status", "?")
+        return (f"workbench · best kernel <code>{html.escape(str(win['best']))}</code>: "
+                f"{win['latency_us']:.4g} µs ({html.escape(str(win['latency_kind']))}), "
+                f"check {html.escape(str(check))} · {progress}")
+
+    def snapshot_body(self) -> str:
+        """The run's static page (`prism.report.page`, as `save_html` writes it) once the run
+        has one, then the search tree as drawn now."""
+        from prism.report import page
+        with self._lock:
+            events = list(self.events)
+        ran = any(isinstance(e, StageFinished) and e.stage == "check" for e in events)
+        report = page_body(page(events)) if ran else ""
+        return report + "<h3>search tree</h3>" + self.tree.snapshot_body()
 
     # -- a static page -------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from prism.trace.events import (
     event_to_json,
 )
 from prism.trace.tracer import (
+    TRACE_FILE,
     BudgetClock,
     JsonlWriter,
     Listener,
@@ -33,6 +34,7 @@ from prism.trace.tracer import (
 __all__ = [
     "EVENT_TYPES",
     "MEASURE_KINDS",
+    "TRACE_FILE",
     "BudgetClock",
     "CandidateRejected",
     "CandidateUndecided",

@@ -11,7 +11,9 @@ tuning runs. Screenshots go to `test-output/browser/` (or $PRISM_TEST_OUTPUT/bro
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -300,7 +302,7 @@ def test_the_per_block_view_follows_its_controls(lab):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             open_and_run_all(page, lab, "blocks", "blocks.ipynb")
-            view = outputs(page, 0)
+            view = outputs(page, 0).first       # the live view (its snapshot follows it)
             line = view.locator(".prism-block-line")
             line.first.wait_for(timeout=60_000)
             read = view.locator("rect.prism-tile-read")
@@ -447,4 +449,154 @@ def test_the_search_as_a_tree(lab):
             shot(page, compare.first, "tree-compare.png")
         finally:
             page.screenshot(path=str(OUTPUT / "tree-final.png"), full_page=True)
+            browser.close()
+
+
+# A live workbench and, in the next cell, its end awaited (the quickstart's pattern): the first
+# cell's output is the widget, then its static snapshot, which the finished run rewrites.
+SNAPSHOT_CELLS = [
+    """import prism, widgets
+from prism.search import SearchConfig
+w = prism.get_workload("rmsnorm_matmul").with_shapes(X=(8, 64), W=(64, 64))
+cfg = SearchConfig(grid_dims=(1,), max_block_ops=4, block_ops=("matmul", "div", "rms_norm"),
+                   accumulators=("nored", "red_ld_rms"), budget_s=120)
+bench = widgets.Workbench(w, search_config=cfg, max_trials=2, compile_ptx=False)
+bench.run()""",
+    """result = await bench.wait()
+print("best", result.best.config, repr(result.best.latency_us), result.best.latency_kind)""",
+]
+
+
+def kernel_ids(url: str) -> list[str]:
+    with urllib.request.urlopen(f"{url}/api/kernels", timeout=10) as r:
+        return [k["id"] for k in json.load(r)]
+
+
+def shut_down_kernels(page) -> int:
+    """Shut every kernel down through the server's REST API, from the page (whose `_xsrf`
+    cookie the server asks of a DELETE); returns how many there were."""
+    return int(page.evaluate("""async () => {
+        const xsrf = decodeURIComponent((document.cookie.match(/_xsrf=([^;]+)/) || [])[1] || "");
+        const kernels = await (await fetch("/api/kernels")).json();
+        for (const k of kernels) {
+          const r = await fetch(`/api/kernels/${k.id}`,
+                                {method: "DELETE", headers: {"X-XSRFToken": xsrf}});
+          if (!r.ok) throw new Error(`DELETE kernel ${k.id}: ${r.status}`);
+        }
+        return kernels.length; }"""))
+
+
+def test_a_saved_workbench_still_shows_its_snapshot_with_the_kernel_gone_and_exported(lab):
+    """Run, save, shut the kernel down, reload the page: the widget's model is gone, and the
+    snapshot below it still names the best kernel with its latency and kind (the values the
+    engine printed: the oracle). The saved file and its nbconvert HTML hold the same."""
+    from playwright.sync_api import sync_playwright
+
+    path = lab["home"] / "snapshot.ipynb"
+    write_notebook(path, SNAPSHOT_CELLS)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            open_and_run_all(page, lab, "snapshot", "snapshot.ipynb")
+            printed = outputs(page, 1).filter(has_text="best ")
+            printed.first.wait_for(timeout=300_000)
+            _, best, latency, kind = printed.first.inner_text().split()[:4]
+            summary = outputs(page, 0).locator(".prism-snapshot summary")
+            summary.filter(has_text=f"best kernel {best}").first.wait_for(timeout=30_000)
+            page.locator(".jp-Notebook").first.click()
+            page.keyboard.press("Control+s")
+            deadline = time.monotonic() + 60
+            while best not in path.read_text():           # saved, with the finished snapshot
+                assert time.monotonic() < deadline, "the notebook was not saved"
+                time.sleep(0.5)
+            assert shut_down_kernels(page) >= 1 and kernel_ids(lab["url"]) == []
+            page.goto(f"{lab['url']}/lab/workspaces/snapshot2/tree/snapshot.ipynb?reset")
+            page.wait_for_selector(".jp-Notebook", timeout=60_000)
+            shown = outputs(page, 0).locator(".prism-snapshot summary")
+            shown.first.wait_for(timeout=60_000)
+            text = shown.first.inner_text()
+            found = re.search(r"best kernel (\S+): ([0-9.e+-]+) µs \((\w+)\)", text)
+            assert found, text
+            assert found.group(1) == best and found.group(3) == kind
+            assert math.isclose(float(found.group(2)), float(latency), rel_tol=1e-3)
+            shown.first.click()                            # unfolded: the run's page
+            body = outputs(page, 0).locator(".prism-snapshot-body")
+            body.locator("svg").first.wait_for(timeout=30_000)
+            assert best in body.first.inner_text()
+            shot(page, shown.first, "snapshot-reopened.png")
+        finally:
+            page.screenshot(path=str(OUTPUT / "snapshot-final.png"), full_page=True)
+            browser.close()
+    saved = nbformat.read(path, as_version=4)
+    kinds = [[sorted(o.get("data", {})) for o in cell.outputs] for cell in saved.cells]
+    assert "application/vnd.jupyter.widget-view+json" in kinds[0][0]   # the widget, then ...
+    assert kinds[0][1] == ["text/html"]                                 # ... its snapshot
+    exported = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html",
+                               "--stdout", str(path)], capture_output=True, text=True,
+                              timeout=300, check=True).stdout
+    snapshot = exported.split("prism-snapshot-summary", 1)[1]
+    assert f"best kernel <code>{best}</code>" in snapshot and f"({kind})" in snapshot
+
+
+# A deliberately unsound rule (notebook 07's: no RMS inside the loop), audited for real; the
+# tree over the audit's own trace (its families numbered as the report's) marks the findings.
+AUDIT_CELLS = [
+    """import dataclasses, prism, widgets
+from prism.cost import get_device
+from prism.search import SearchConfig, audit
+from prism.search.pruning import Pruned
+from prism.trace import Tracer
+RULE = "rms_needs_whole_rows"
+def rms_needs_whole_rows(ctx, family):
+    if family.level != "block" or family.kind not in ("rms_norm", "red_ld_rms"):
+        return None
+    tile = family.block.tensors[family.operands[0]]
+    if tile.post:
+        return None
+    return Pruned(RULE, f"{family.kind}({tile.name}) takes an RMS inside the loop",
+                  {"claim": "no_equivalent", "tensor": tile.name})
+w = prism.get_workload("rmsnorm_matmul").with_shapes(X=(8, 64), W=(64, 64))
+device = dataclasses.replace(get_device("h100"), smem_bytes=1536)
+cfg = SearchConfig(grid_dims=(1,), max_block_ops=4, block_ops=("matmul", "div", "rms_norm"),
+                   accumulators=("nored", "red_ld_rms"), kernel_ops=("matmul", "rms_norm"),
+                   max_kernel_ops=2, budget_s=120, device=device,
+                   rules=((RULE, rms_needs_whole_rows),))
+seen = Tracer()
+report = audit(w.graph, RULE, cfg, tracer=seen)
+tree = widgets.SearchTree.from_events(seen.events)
+tree.show_audit(report)
+wrong = report.wrong[0]["family"]
+tree.jump_to(wrong)
+print("audit sound", report.sound, "findings", len(report.wrong), "family", wrong)
+tree""",
+]
+
+
+def test_a_real_audit_of_an_unsound_rule_is_marked_in_the_tree(lab):
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(lab["home"] / "audit.ipynb", AUDIT_CELLS)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            open_and_run_all(page, lab, "audit", "audit.ipynb")
+            out = outputs(page, 0)
+            printed = out.filter(has_text="audit sound")
+            printed.first.wait_for(timeout=300_000)
+            words = printed.first.inner_text().split()
+            assert words[2] == "False" and int(words[4]) >= 1, words   # the audit found it
+            family = words[6]
+            row = out.locator(f".prism-tree .prism-tree-node[data-id='{family}']")
+            row.first.wait_for(timeout=60_000)
+            mark = row.first.locator(".prism-tree-mark")
+            assert "audit: wrongly pruned" in mark.inner_text()
+            root = out.locator(".prism-tree .prism-tree-node").first
+            assert "audit finding" in root.inner_text()           # counted up to the root
+            shot(page, row.first, "tree-audit.png")
+        finally:
+            page.screenshot(path=str(OUTPUT / "audit-final.png"), full_page=True)
             browser.close()

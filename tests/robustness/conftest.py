@@ -106,7 +106,7 @@ def earlier(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
     out.mkdir()
     (out / "kernel.py").write_text("# the earlier run's kernel\n")
     (out / "result.json").write_text('{"earlier": true}\n')
-    (out / "trace.jsonl").write_text("")
+    (out / "trace.jsonl.gz").write_text("")
     return out, _snapshot(out)
 
 

@@ -12,7 +12,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from prism.errors import TraceFormatError
 from prism.search.checkpoint import load_checkpoint
 from prism.trace import CandidateVerified, SearchFinished, read_jsonl
 
@@ -28,10 +30,18 @@ def wait_for_a_candidate(trace: Path, proc: subprocess.Popen[str], seconds: floa
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the run ended before it was interrupted"
-        if trace.exists() and "CandidateVerified" in trace.read_text():
+        if trace.exists() and any(isinstance(e, CandidateVerified) for e in _so_far(trace)):
             return
         time.sleep(0.1)
     raise AssertionError(f"no verified candidate in {trace} after {seconds} s")
+
+
+def _so_far(trace: Path) -> list[Any]:
+    """The events a trace being written holds so far (plain or gzip); none while a line is cut."""
+    try:
+        return read_jsonl(trace)
+    except TraceFormatError:
+        return []
 
 
 def test_sigint_stops_a_search_as_a_budget_would_and_keeps_result_checkpoint_and_trace(
@@ -70,7 +80,7 @@ def test_sigint_stops_optimize_and_writes_what_it_found_beside_the_earlier_resul
     proc = prism_process("optimize", "rmsnorm_matmul", *SMALL, *WIDE, "--out", out, "--db",
                          tmp_path / "db.jsonl", "--max-trials", "2", stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
-    wait_for_a_candidate(out.with_name(f"out.partial-{proc.pid}") / "trace.jsonl", proc)
+    wait_for_a_candidate(out.with_name(f"out.partial-{proc.pid}") / "trace.jsonl.gz", proc)
     proc.send_signal(signal.SIGINT)
     text, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, (text, err)
@@ -85,7 +95,7 @@ def test_sigint_stops_optimize_and_writes_what_it_found_beside_the_earlier_resul
     assert result["best"]["verdict"] == "equivalent" and result["best"]["check"]["passed"]
     assert result["files"]["kernel"] == str(tmp_path / kept / "kernel.py")
     assert (tmp_path / kept / "kernel.py").exists()
-    events = read_jsonl(tmp_path / kept / "trace.jsonl")
+    events = read_jsonl(tmp_path / kept / "trace.jsonl.gz")
     assert events[-1].type == "StageFinished" and events[-1].stage == "write"
 
 
@@ -95,7 +105,7 @@ def test_a_second_sigint_stops_at_once_and_still_keeps_the_earlier_results(
     proc = prism_process("optimize", "rmsnorm_matmul", *SMALL, *WIDE, "--out", out, "--db",
                          tmp_path / "db.jsonl", "--json", stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
-    wait_for_a_candidate(out.with_name(f"out.partial-{proc.pid}") / "trace.jsonl", proc)
+    wait_for_a_candidate(out.with_name(f"out.partial-{proc.pid}") / "trace.jsonl.gz", proc)
     proc.send_signal(signal.SIGINT)
     assert proc.stderr is not None      # the first was handled (two at once would be one)
     assert proc.stderr.readline().startswith("interrupted: the search stops now")
@@ -111,7 +121,7 @@ def test_a_second_sigint_stops_at_once_and_still_keeps_the_earlier_results(
     assert snapshot(out) == before
     (kept,) = siblings(out)
     assert kept.startswith("out.interrupted-")
-    assert (tmp_path / kept / "trace.jsonl").exists()
+    assert (tmp_path / kept / "trace.jsonl.gz").exists()
 
 
 def test_a_sigint_during_a_z3_check_reaches_the_handler(tmp_path):

@@ -27,11 +27,11 @@ def test_a_finished_run_replaces_the_earlier_results_whole(caps, cli, tmp_path, 
               "--json")
     assert run.code == 0, run.out
     assert sorted(os.listdir(out)) == ["kernel.ptx", "kernel.py", "report.html", "result.json",
-                                       "trace.jsonl"]                 # nothing of the old run
+                                       "trace.jsonl.gz"]                 # nothing of the old run
     assert run.doc["files"]["kernel"] == str(out / "kernel.py")
     assert json.loads((out / "result.json").read_text())["files"] == run.doc["files"]
     assert (out / "kernel.py").read_bytes() != before["kernel.py"]
-    assert any(isinstance(e, SearchFinished) for e in read_jsonl(out / "trace.jsonl"))
+    assert any(isinstance(e, SearchFinished) for e in read_jsonl(out / "trace.jsonl.gz"))
     assert siblings(out) == []                                        # no staging, no lock
 
 
@@ -57,7 +57,7 @@ def test_a_run_that_fails_midway_keeps_its_partial_results_beside_the_earlier_on
     assert snapshot(out) == before
     (failed,) = siblings(out)
     assert failed.startswith("out.failed-")
-    events = read_jsonl(tmp_path / failed / "trace.jsonl")
+    events = read_jsonl(tmp_path / failed / "trace.jsonl.gz")
     assert events[-1].type == "StageFinished" and "CheckpointError" in events[-1].error
     assert not (tmp_path / failed / "result.json").exists()
 
@@ -150,7 +150,7 @@ def test_two_real_runs_into_one_folder_one_is_refused_and_the_trace_stays_readab
     assert json.loads(out2)["error"]["message"].startswith(
         f"--out {out}: another prism run (pid {first.pid}) is writing into it")
     assert first.returncode == 0, err1
-    events = read_jsonl(out / "trace.jsonl")            # one run's events, in order
+    events = read_jsonl(out / "trace.jsonl.gz")            # one run's events, in order
     assert [e.seq for e in events] == list(range(len(events)))
     assert any(isinstance(e, SearchFinished) for e in events)
     assert siblings(out) == []
@@ -164,7 +164,7 @@ def test_a_run_killed_with_sigkill_leaves_the_earlier_results_and_the_next_run_r
                         stderr=subprocess.DEVNULL)
     partial = out.with_name(f"out.partial-{run.pid}")
     for _ in range(1200):                # until its search has written some of its trace
-        if (partial / "trace.jsonl").exists() and (partial / "trace.jsonl").stat().st_size:
+        if (partial / "trace.jsonl.gz").exists() and (partial / "trace.jsonl.gz").stat().st_size:
             break
         time.sleep(0.05)
     os.kill(run.pid, signal.SIGKILL)

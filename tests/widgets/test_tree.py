@@ -7,6 +7,8 @@ sends, the jump box, the follow checkbox, the comparison's boxes."""
 from __future__ import annotations
 
 import html
+import math
+import re
 import time
 import types
 from collections import Counter, defaultdict
@@ -322,6 +324,32 @@ def test_two_candidates_side_by_side_with_a_structural_diff(graphs):
     assert "the same graph" in tree.compare.body.value
     tree.compare.second.value = "c424242"
     assert "no candidate c424242" in tree.compare.body.value
+
+
+def test_the_comparison_shows_each_candidates_triton_source_when_tuning_made_one(recorded):
+    """The winner's candidate beside a rejected one: the winner's side shows the source of its
+    fastest configuration, the very module the pipeline chose (the run's own text); the
+    rejected side says why it has none."""
+    result = recorded.result
+    best = result.best
+    rejected = next(e for e in recorded.events if isinstance(e, CandidateRejected))
+    tree = SearchTree.from_events(recorded.events)
+    tree.compare.first.value, tree.compare.second.value = best.candidate, rejected.id
+    body = tree.compare.body.value
+    mine = [e for e in recorded.events if e.type == "Measured" and e.candidate == best.candidate
+            and e.kind == best.latency_kind]
+    fastest = min(e.latency_us for e in mine)
+    shown = re.search(r"Triton source of <code>([^<]+)</code>, ([0-9.e+-]+) µs \((\w+)\)", body)
+    assert shown, body[-2000:]
+    config = html.unescape(shown.group(1))
+    assert shown.group(3) == best.latency_kind
+    assert math.isclose(float(shown.group(2)), fastest, rel_tol=1e-3)
+    assert next(e.latency_us for e in mine if e.id == config) == fastest
+    assert config == best.config or best.candidate == "input"
+    if config == best.config:                       # the same configuration: the same module
+        text = html.unescape(re.sub(r"<[^>]+>", "", body.split("prism-source", 1)[1]))
+        assert best.triton_source.strip() in text
+    assert "no Triton source: rejected candidates are never instantiated" in body
 
 
 def test_audit_findings_are_marked_in_the_tree(recorded):

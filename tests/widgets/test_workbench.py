@@ -79,7 +79,7 @@ def test_save_html_is_the_page_prism_optimize_writes(small, tmp_path):
     prism.superoptimize(small.workload, search_config=small.config, max_trials=2,
                         compile_ptx=False, out=tmp_path / "run")
     report = (tmp_path / "run" / "report.html").read_text()
-    bench = Workbench.from_trace(tmp_path / "run" / "trace.jsonl")
+    bench = Workbench.from_trace(tmp_path / "run" / "trace.jsonl.gz")
     assert bench.save_html(tmp_path / "bench.html").read_text() == report
 
 
