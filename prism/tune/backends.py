@@ -112,9 +112,13 @@ def check_outputs(graph: KernelGraph, program: TritonProgram, module: Any, devic
     worst = 0.0
     for name, g, w in zip(program.outputs, got, want, strict=True):
         g64 = g.double().cpu().numpy()
-        if g64.shape != w.shape or not np.isfinite(g64).all():
-            raise MeasureError(f"output {name} has shape {g64.shape} (want {w.shape}) or "
-                               "non-finite values: the kernel left lanes unwritten or overflowed")
+        if g64.shape != w.shape:
+            raise MeasureError(f"output {name} has shape {g64.shape}, want {w.shape}")
+        bad = int((~np.isfinite(g64)).sum())
+        if bad:
+            raise MeasureError(f"output {name} has {bad} non-finite values of {g64.size}: the "
+                               "kernel left lanes unwritten or overflowed (the float64 "
+                               f"reference has {int((~np.isfinite(w)).sum())})")
         err = rel_err(g64, w)
         if err > dt.tolerance:
             raise MeasureError(f"output {name} differs from the float64 reference by {err:.2e} "

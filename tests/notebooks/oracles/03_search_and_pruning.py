@@ -137,15 +137,6 @@ for c in result.equivalent:
                      "then_matmul_of_it": steps[-1].inputs[0] == steps[0].outputs[0],
                      "prefix_refuted": steps[0].block in _refuted_blocks})
 
-def _rejects(check, answer):
-    """Whether the exercise's check cell rejects `answer` (a wrong one, here)."""
-    try:
-        check(answer)
-    except AssertionError:
-        return True
-    return False
-
-
 # the tree's counts under the top family of the jump's path, from the raw events: its
 # descendants by parent links, each kept or pruned by a rule, and its children grouped
 _top = _path(bounded[0].id)[0]
