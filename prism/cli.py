@@ -944,6 +944,8 @@ def _cmd_check_steps(args: argparse.Namespace) -> Any:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.checked.items()))
         print(f"{sum(report.checked.values())} records checked ({kinds}): "
               f"{len(report.failures)} failed")
+        for why, n in report.not_rechecked.items():
+            print(f"not re-checked: {n} {why}")
     result = report.to_json() if args.json else None
     return result if report.ok else Exit(result, 1)
 

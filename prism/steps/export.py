@@ -10,8 +10,14 @@ Kinds (`prism.steps.states` for the actions):
                        said of it (kept, or the rule that pruned it), from the trace
     prune              a family pruned by a rule: the family's state before, no state after
                        (every completion is dropped); evidence the rule's, with its reason
+    set_maps           a complete family's maps chosen: the family (maps symbolic) before,
+                       the member after, the family's dimension equalities as evidence
+                       (`prism.steps.members`)
     prove              a candidate proved equivalent: its graph before and after (maps set,
                        nothing more to build), the proof as evidence
+    instantiate        a candidate's sizes assigned by the tuner, with its modeled latency
+    measure            a configuration measured, with the latency's kind (`prism.steps.tuning`:
+                       both need the trace of a whole pipeline, `prism optimize`)
 
 States are the text form of the family's graph (`prism.ir.text`), so a trace must record
 graphs (`prism search --trace-graphs`); without them `TraceWithoutGraphsError` says so.
@@ -38,8 +44,19 @@ from typing import Any
 from prism.errors import PrismError
 from prism.ir.serialize import graph_from_json
 from prism.ir.text import to_text
+from prism.steps.members import choice, equalities, family_text
 from prism.steps.states import State, StepError, derive, rebuild, root
-from prism.trace.events import CandidateVerified, Event, FamilyGenerated, FamilyPruned
+from prism.steps.tuning import Pipeline
+from prism.trace.events import (
+    CandidateRejected,
+    CandidateVerified,
+    Event,
+    FamilyGenerated,
+    FamilyPruned,
+    Instantiated,
+    Measured,
+    StageFinished,
+)
 
 FORMAT = "prism.steps"
 VERSION = 1
@@ -88,9 +105,65 @@ def export(events: Iterable[Event], source: str = "trace") -> Export:
                 {"kind": "prune", "rule": e.rule}, None,
                 {"rule": e.rule, "reason": e.reason, **e.evidence},
                 _prune_rationale(e.rule, e.evidence)))
-        elif isinstance(e, CandidateVerified):
-            _proof(out, e)
+        elif isinstance(e, CandidateVerified | CandidateRejected):
+            _set_maps(out, e, states)
+            if isinstance(e, CandidateVerified):
+                _proof(out, e)
+    _tuning(out, events)
     return out
+
+
+def _set_maps(out: Export, e: CandidateVerified | CandidateRejected,
+              states: dict[str, State]) -> None:
+    state = states.get(e.family or "")
+    if e.graph is None or state is None:
+        out.skipped["member of a family without a state (a split program)"] += 1
+        return
+    try:
+        member = graph_from_json({**e.graph, "name": ""}, validate=False)
+        before = family_text(state, member)
+    except PrismError:
+        out.skipped["member that does not read or closes no family"] += 1
+        return
+    action = choice(member)
+    verified = isinstance(e, CandidateVerified)
+    out.records.append(_record(
+        out, e.id, e.family, "set_maps", "set_maps", before, action, to_text(member),
+        {"equalities": equalities(state), "candidate": e.id,
+         "outcome": "proved" if verified else "refuted"},
+        {"grid": [k["grid"] for k in action["kernels"]],
+         "loop": [k["forloop_range"] for k in action["kernels"]],
+         "equalities": len(state.kernel.equalities),
+         "outcome": "proved" if verified else "refuted"}))
+
+
+def _tuning(out: Export, events: list[Event]) -> None:
+    """The instantiate and measure records of the tuner's events (a pipeline's trace)."""
+    graphs = {e.id: graph_from_json({**e.graph, "name": ""}, validate=False)
+              for e in events if isinstance(e, CandidateVerified) and e.graph is not None}
+    target = next((e.summary["target"] for e in events if isinstance(e, StageFinished)
+                   and e.stage == "check" and isinstance(e.summary.get("target"), dict)), None)
+    tuner = Pipeline(graphs, graph_from_json({**target, "name": ""}, validate=False)
+                     if target is not None else None)
+    screens: set[str] = set()
+    for e in events:
+        if isinstance(e, Instantiated):
+            why = tuner.instantiated(e)
+            if why is not None:
+                out.skipped[why] += 1
+        elif isinstance(e, Measured):
+            if e.id not in screens and e.kind == "modeled":
+                found = tuner.screened(e)
+                if found is not None:
+                    screens.add(e.id)
+                    out.records.append(_record(out, kind="instantiate", group="instantiate",
+                                               **found))
+            record = tuner.measured(e)
+            if isinstance(record, str):
+                out.skipped[record] += 1
+            else:
+                out.records.append(_record(out, kind="measure",
+                                           group=f"measure:{e.kind}", **record))
 
 
 def _family(out: Export, e: FamilyGenerated, states: dict[str, State], texts: dict[str, str],

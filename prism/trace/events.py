@@ -114,11 +114,14 @@ class CandidateUndecided(Event):
 
 @dataclass(frozen=True)
 class Instantiated(Event):
-    """Candidate became the concrete kernel `id` with parameters `params` (tiles, grid, ...)."""
+    """Candidate became the concrete kernel `id` with parameters `params` (tiles, grid, ...);
+    `device`, when recorded, is the device it was instantiated for (every `DeviceSpec` field,
+    its dtype by name): what a step export needs to re-check its limits and modeled latency."""
 
     id: str
     candidate: str | None
     params: dict[str, Any]
+    device: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from prism.cost import DeviceSpec, modeled, roofline_us
@@ -266,6 +266,12 @@ def _emit(tracer: Tracer, trial: Trial, device: DeviceSpec) -> None:
                          trial.latency_us, trial.kind, device.name))
 
 
+def device_json(device: DeviceSpec) -> dict[str, Any]:
+    """Every field of `device`, its dtype by name (`prism.steps` builds the device again)."""
+    out = {f.name: getattr(device, f.name) for f in fields(device) if f.name != "dtype"}
+    return {**out, "dtype": device.dtype.name}
+
+
 def _params_json(trial: Trial) -> dict[str, Any]:
     out: dict[str, Any] = {**dict(trial.config.params), **dict(trial.config.knobs)}
     if trial.error:
@@ -274,7 +280,8 @@ def _params_json(trial: Trial) -> dict[str, Any]:
 
 
 def _screen(config: Config, device: DeviceSpec, tracer: Tracer) -> Trial:
-    tracer.emit(Instantiated(config.id, config.candidate, dict(config.params)))
+    tracer.emit(Instantiated(config.id, config.candidate, dict(config.params),
+                             device_json(device)))
     try:
         latency = modeled(config.concrete(), device).latency_us
     except PrismError as e:
