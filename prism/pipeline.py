@@ -39,6 +39,7 @@ rather than leave an incomplete record; a failing optional listener (a view) bec
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import threading
@@ -421,9 +422,13 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
                             "candidates": len({c.candidate for c in configs})})
         with tracer.stage("tune") as summary:
             left = max(30.0, budget_s - (tracer.budget.now() - started))
+            # an order that also ranks trials (the learned one) orders the tuner's too
+            trial_scores = getattr(search_config.order, "trial_scores", None) \
+                if search_config is not None else None
             result.tuning = tune(configs, backend, spec, tracer=tracer, max_trials=max_trials,
                                  compile_ptx=compile_ptx, db=db, budget_s=left, cancel=cancel,
-                                 prefer=prefer)
+                                 prefer=prefer, order=None if trial_scores is None else
+                                 functools.partial(trial_scores, device=spec))
             summary.update(result.tuning.summary())
             if db is not None:
                 summary["database"] = db.summary()

@@ -246,6 +246,11 @@ class LearnedOrder:
         it = iter(out)
         return [math.inf if f is None else child_score(*next(it)) for f in fams]
 
+    def trial_scores(self, configs: Sequence[Any], device: Any) -> list[float]:
+        """The tuner's trial order (`tune(order=...)`): the tuning head's score of each
+        configuration's concrete program, lower first."""
+        return config_scores(self.model, [c.concrete() for c in configs], device)
+
     def __getstate__(self) -> dict[str, Any]:      # to a worker process: the weights as data
         return {"state": self.model.state_dict(), "hidden": self.model.hidden,
                 "meta": self.meta}
