@@ -5,7 +5,10 @@ whether its results equal the recorded ones.
     .venv/bin/python bench/search_speed.py [CASE ...] [--json OUT]
 
 Run it on two checkouts (the same machine, the same load) to compare them: the CPU seconds are
-the per-core figure; the cases are bounded by family counts, never by time.
+the per-core figure, of the search alone (the target is traced, and torch imported, before the
+clock starts); the cases are bounded by family counts, never by time. An older checkout needs
+this script and `tests/search/recorded.py` copied in (and `split_loops=False` dropped from
+`config_for` where the config has no such field).
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ ONE = """
 import json, sys, time
 sys.path.insert(0, {search!r})
 import recorded
+from prism.search.driver import search
 case = {case!r}
+graph, config = recorded.config_for(case)     # the target traced (torch imported) first
 wall, cpu = time.perf_counter(), time.process_time()
-fresh = recorded.record(case)
+fresh = recorded.as_recorded(search(graph, config))
 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
 want = json.loads(recorded.RECORDED.read_text()).get(case)
 print(json.dumps({{"case": case, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
