@@ -600,3 +600,267 @@ def test_a_real_audit_of_an_unsound_rule_is_marked_in_the_tree(lab):
         finally:
             page.screenshot(path=str(OUTPUT / "audit-final.png"), full_page=True)
             browser.close()
+
+
+# A live workbench writing into a folder (`out=`), and in the next cell its result, printed: the
+# oracle of what the candidates tab shows. The cell prints the winner's id, latency and kind,
+# its block graph's compute ops (kind and output), its proof's axioms and its PTX's kernels.
+WINNER_CELLS = [
+    """import prism, widgets
+from prism.search import SearchConfig
+w = prism.get_workload("rmsnorm_matmul").with_shapes(X=(8, 64), W=(64, 64))
+cfg = SearchConfig(grid_dims=(1,), max_block_ops=4, block_ops=("matmul", "div", "rms_norm"),
+                   accumulators=("nored", "red_ld_rms"), budget_s=120)
+bench = widgets.Workbench(w, search_config=cfg, max_trials=2, out="winner-out")
+bench.run()""",
+    """result = await bench.wait()
+b = result.best
+print("best", b.config, repr(b.latency_us), b.latency_kind, b.candidate)
+print("ops", *(f"{op.kind}:{op.outputs[0]}" for k in b.graph.ops if k.block is not None
+              for op in k.block.ops if op.kind not in ("input", "output")))
+print("steps", *(s.rule for out in b.verdict.steps for s in out))
+print("ptx", *sorted(b.ptx))""",
+]
+
+# The exported kernel.py, imported as a user would, run under Triton's interpreter on the
+# workload's inputs and held to the float64 interpreter of the input program (fp16 tolerance).
+RUN_EXPORTED = """
+import importlib.util, sys
+import numpy as np, torch, prism
+from prism.ir.interpret import interpret
+from prism.tune.backends import random_inputs
+spec = importlib.util.spec_from_file_location("exported", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+program = prism.get_workload("rmsnorm_matmul").with_shapes(X=(8, 64), W=(64, 64)).graph
+inputs = random_inputs(program)
+want = interpret(program, *(x.astype(np.float64) for x in inputs))
+with np.errstate(all="ignore"):     # padded rows are 0/0 in the interpreter's numpy
+    got = module.run(*(torch.tensor(x, dtype=torch.float16) for x in inputs))
+got = got if isinstance(got, (tuple, list)) else (got,)
+for g, w in zip(got, want, strict=True):
+    np.testing.assert_allclose(g.float().numpy(), w, rtol=2e-2, atol=2e-2)
+print("matches", len(want))
+"""
+
+
+def printed_lines(area) -> dict[str, list[str]]:
+    """A cell's printed lines, each as its first word → the words after it."""
+    return {line.split()[0]: line.split()[1:]
+            for line in area.inner_text().split("\n") if line.strip()}
+
+
+def test_the_winner_is_shown_lit_by_op_and_exported(lab):
+    """After a run, the candidates tab opens on the winner: its id, latency and kind as the
+    result says, its proof's axioms as its verdict has them, its Triton source as the run wrote
+    it, each block-graph op's lines lit on choosing the op; the export button writes kernel.py,
+    the PTX and the report, and the kernel computes the program."""
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(lab["home"] / "winner.ipynb", WINNER_CELLS)
+    folder = lab["home"] / "winner-out"
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            open_and_run_all(page, lab, "winner", "winner.ipynb")
+            printed = outputs(page, 1).filter(has_text="steps")
+            printed.first.wait_for(timeout=300_000)
+            said = printed_lines(printed.first)
+            best, latency, kind, candidate = said["best"]
+            ops = [op.split(":") for op in said["ops"]]
+            assert ops and said["steps"] and said["ptx"], said
+            # the run's own files (out=): the oracle of the source shown, then set aside so
+            # that the export button has to write them again
+            written = (folder / "kernel.py").read_text()
+            for name in ("kernel.py", "kernel.ptx", "report.html"):
+                (folder / name).unlink()
+
+            out = outputs(page, 0)
+            out.get_by_role("tab", name="candidates").click()
+            head = out.locator(".widget-html-content h4", has_text="best kernel")
+            head.first.wait_for(timeout=60_000)
+            chooser = out.locator("select").filter(has_text="best kernel (the winner)").first
+            shown = chooser.evaluate("s => s.options[s.selectedIndex].text")
+            assert shown.replace("\xa0", " ") == "best kernel (the winner)"    # by default
+            assert head.first.inner_text() == f"best kernel {best} (candidate {candidate})"
+            numbers = head.first.locator("xpath=following-sibling::p").first.inner_text()
+            found = re.match(r"([0-9.e+-]+) µs \((\w+)\)", numbers)
+            assert found, numbers
+            assert math.isclose(float(found.group(1)), float(latency), rel_tol=1e-3), numbers
+            assert found.group(2) == kind, numbers
+            detail = out.locator(".widget-vbox",
+                                 has=page.locator("h4", has_text="best kernel")).last
+            axioms = [b.text_content() for b in detail.locator("li > div:first-child > b").all()]
+            assert axioms == said["steps"], axioms                # the verdict's proof, in order
+            source = detail.locator("pre.prism-source").first
+            assert (source.text_content() or "").rstrip("\n") == written.rstrip("\n")
+            shot(page, head.first, "winner.png")
+
+            # each compute op of the winner's block graph: choosing it lights its lines, which
+            # open with the generator's comment naming the op and assign its output
+            kernels = re.findall(r"@triton\.jit\ndef (\w+)\(", written)
+            assert len(kernels) == 1, kernels
+            op_choice = detail.locator("select").filter(
+                has_text="(choose an op to light its lines)").first
+            for op_kind, name in ops:
+                key = f"{kernels[0]}/{name}"
+                op_choice.select_option(label=key)
+                lit = source.locator("span[data-op][style*='background']")
+                source.locator(f"span[data-op='{key}'][style*='background']").first.wait_for(
+                    timeout=30_000)
+                assert {s.get_attribute("data-op") for s in lit.all()} == {key}
+                text = "\n".join(s.text_content() or "" for s in lit.all())
+                assert text.lstrip().startswith(f"# {name} = {op_kind}("), text
+                assert re.search(rf"^\s+{name} (\+)?= ", text, re.M), text
+                assert all(line in written for line in text.split("\n")), text
+                others = [n for _, n in ops if n != name]
+                assert not any(re.search(rf"^\s+{n} = ", text, re.M) for n in others), text
+            shot(page, lit.first, "winner-source.png")
+
+            # export: kernel.py (the run's own), the PTX of each of its kernels, the report
+            out.get_by_role("button", name="export the winner").click()
+            wrote = out.locator(".widget-html-content", has_text="wrote")
+            wrote.first.wait_for(timeout=60_000)
+            for name in ("kernel.py", "kernel.ptx", "report.html"):
+                assert (folder / name).is_file(), name
+                assert name in wrote.first.inner_text()
+            assert (folder / "kernel.py").read_text() == written
+            ptx = (folder / "kernel.ptx").read_text()
+            assert said["ptx"] == kernels and all(f".entry {k}(" in ptx for k in kernels)
+            assert best in (folder / "report.html").read_text()
+            shot(page, wrote.first, "winner-exported.png")
+        finally:
+            page.screenshot(path=str(OUTPUT / "winner-final.png"), full_page=True)
+            browser.close()
+    ran = subprocess.run([sys.executable, "-c", RUN_EXPORTED, str(folder / "kernel.py")],
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "TRITON_INTERPRET": "1",
+                              "PYTHONPATH": str(ROOT)})
+    assert ran.returncode == 0 and "matches 1" in ran.stdout, ran.stderr[-3000:]
+
+
+# A live run with the interpreter backend, held just after tuning's first interpreted
+# measurement (the events of a run of this program come in the same order every time, so a
+# first run says how many to step through), cancelled from the browser there; the next cell
+# prints the result, the last replays the run's trace.
+CANCEL_CELLS = [
+    """import prism, widgets
+from prism.search import SearchConfig
+from prism.trace import Measured
+w = prism.get_workload("rmsnorm_matmul").with_shapes(X=(8, 64), W=(64, 64))
+cfg = SearchConfig(grid_dims=(1,), max_block_ops=4, block_ops=("matmul", "div", "rms_norm"),
+                   accumulators=("nored", "red_ld_rms"), budget_s=120)
+dry = prism.superoptimize(w, search_config=cfg, measure="interpret", max_trials=6,
+                          compile_ptx=False)
+first = next(i for i, e in enumerate(dry.trace)
+             if isinstance(e, Measured) and e.kind == "interpreted")
+bench = widgets.Workbench(w, search_config=cfg, measure="interpret", max_trials=6,
+                          compile_ptx=False, out="cancel-out")
+bench.run(paused=True)
+bench.explorer.step(first + 1)
+print("held", first + 1)
+bench""",
+    """result = await bench.wait()
+finalists = result.tuning.finalists
+print("best", result.best.config, repr(result.best.latency_us), result.best.latency_kind)
+print("finalists", len(finalists), "measured", sum(t.ok for t in finalists),
+      "not_measured", sum(t.not_measured == "cancelled" for t in finalists),
+      "failed", sum(t.failed for t in finalists), "stopped", result.tuning.stopped)
+print("measurements", sum(e.type == "Measured" for e in result.trace))
+print("families", result.search.generated)""",
+    """replay = widgets.Workbench.from_trace(result.files["trace"])
+replay""",
+]
+
+CONTROLS = ("run", "pause", "step", "cancel")
+
+
+def controls_shown(area) -> list[str]:
+    """The live run's buttons that `area` shows (a hidden button is not shown)."""
+    names = [b.inner_text().strip() for b in
+             area.locator("button.widget-button").filter(visible=True).all()]
+    return [n for n in names if n in CONTROLS]
+
+
+def test_a_cancelled_run_keeps_its_best_and_what_it_measured(lab):
+    """Cancel from the browser during tuning: the page says the cancel took effect; the best
+    shown is `result.best`; the finalists never run are "not measured (cancelled)", not
+    failures; one word, "best"; the run's replay shows no live controls."""
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(lab["home"] / "cancel.ipynb", CANCEL_CELLS)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            open_and_run_all(page, lab, "cancel", "cancel.ipynb")
+            out = outputs(page, 0)
+            held = out.filter(has_text=re.compile(r"held \d+")).first
+            held.wait_for(timeout=300_000)
+            events = int(printed_lines(held)["held"][0])
+            # held where the cell stepped it: paused, that many events in
+            progress = out.locator(".widget-html-content", has_text=f"· {events} events ·")
+            progress.first.wait_for(timeout=300_000)
+            assert progress.first.inner_text().startswith("paused"), progress.first.inner_text()
+            assert controls_shown(out) == list(CONTROLS)
+            out.locator("button.widget-button", has_text="cancel").first.click()
+
+            printed = outputs(page, 1).filter(has_text="measurements")
+            printed.first.wait_for(timeout=300_000)
+            said = printed_lines(printed.first)
+            best, latency, kind = said["best"]
+            counts = dict(zip(said["finalists"][1::2], said["finalists"][2::2], strict=True))
+            assert said["finalists"][0] == str(sum(int(counts[k]) for k in
+                                                   ("measured", "not_measured")))
+            assert int(counts["measured"]) >= 1 and int(counts["not_measured"]) >= 1, said
+            assert counts["failed"] == "0" and counts["stopped"] == "cancelled", said
+            # the explorer says the cancel took effect
+            out.locator(".widget-html-content", has_text="after the click").first.wait_for(
+                timeout=30_000)
+
+            # the tuning tab: what was measured, the rest not measured (cancelled) and not
+            # failed, and the best as the result has it
+            out.get_by_role("tab", name="tuning").click()
+            header = out.locator(".widget-html-content", has_text="measurements,").first
+            header.wait_for(timeout=30_000)
+            text = header.inner_text()
+            assert f"{said['measurements'][0]} measurements, 0 failed" in text, text
+            assert f"{counts['not_measured']} not measured (cancelled)" in text, text
+            found = re.search(r"best (\S+): ([0-9.e+-]+) µs \((\w+)\)", text)
+            assert found and found.group(1) == best and found.group(3) == kind, text
+            assert math.isclose(float(found.group(2)), float(latency), rel_tol=1e-3), text
+            assert out.locator(".widget-html-content", has_text="no failed configurations").first \
+                .is_visible()
+            shot(page, header, "cancelled.png")
+
+            # the candidates tab: the same best, its check not run (and saying why)
+            out.get_by_role("tab", name="candidates").click()
+            head = out.locator(".widget-html-content h4", has_text="best kernel").first
+            head.wait_for(timeout=60_000)
+            assert head.inner_text().startswith(f"best kernel {best} ")
+            numbers = head.locator("xpath=following-sibling::p").first.inner_text()
+            assert numbers.startswith(f"{float(latency):.4g} µs ({kind})"), numbers
+            assert "check: not run: the run was cancelled" in numbers, numbers
+            shot(page, head, "cancelled-best.png")
+            everything = " ".join(o.text_content() or "" for o in out.all())
+            assert not re.search(r"\bchosen\b", everything, re.I)      # one word: "best"
+
+            # the replay: the same best, and its search tab (where a live run's controls are)
+            # shows the run's progress and no controls
+            replay = outputs(page, 2)
+            replay.get_by_role("tab", name="candidates").wait_for(timeout=60_000)
+            replay.get_by_role("tab", name="candidates").click()
+            replay.locator(".widget-html-content h4", has_text=f"best kernel {best} ").first \
+                .wait_for(timeout=60_000)
+            replay.get_by_role("tab", name="search").click()
+            shown = replay.locator(".widget-html-content", has_text=" events · ").first
+            shown.wait_for(state="visible", timeout=30_000)
+            assert f"· {said['families'][0]} families (" in shown.inner_text()
+            assert controls_shown(replay) == []
+            shot(page, replay.first, "cancelled-replay.png")
+        finally:
+            page.screenshot(path=str(OUTPUT / "cancelled-final.png"), full_page=True)
+            browser.close()
