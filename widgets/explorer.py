@@ -496,14 +496,17 @@ class SearchExplorer(Snapshotted, LiveView):
             layout=go.Layout(title="families pruned per rule (log count)", height=260,
                              yaxis={"type": "log", "title": {"text": "families (log)"}},
                              margin={"l": 50, "r": 10, "t": 40, "b": 40}))
-        self.run_button = w.Button(description="run", icon="play")
-        self.pause_button = w.Button(description="pause", icon="pause")
-        self.step_button = w.Button(description="step", icon="step-forward")
-        self.cancel_button = w.Button(description="cancel", icon="stop")
+        fixed = {"width": "auto", "flex": "0 0 auto"}      # never shrunk to "pa…" by the text
+        self.run_button = w.Button(description="run", icon="play", layout=w.Layout(**fixed))
+        self.pause_button = w.Button(description="pause", icon="pause", layout=w.Layout(**fixed))
+        self.step_button = w.Button(description="step", icon="step-forward",
+                                    layout=w.Layout(**fixed))
+        self.cancel_button = w.Button(description="cancel", icon="stop", layout=w.Layout(**fixed))
         self.progress = w.HTML()
         # a live run's controls; hidden until a run is prepared (a replay has none)
         self.controls = w.HBox([self.run_button, self.pause_button, self.step_button,
-                                self.cancel_button], layout=w.Layout(display="none"))
+                                self.cancel_button],
+                               layout=w.Layout(display="none", flex="0 0 auto"))
         filters = w.HBox([self.rule, self.status, self.prev, self.page_label, self.next])
         self.header = w.HBox([self.controls, self.progress])
         self.table_view = w.VBox([self.chart, filters, self.table, self.select, self.detail])

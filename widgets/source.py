@@ -99,8 +99,43 @@ class SourceState:
                 + "\n".join(parts) + "</pre>")
 
 
+_ESM = """
+function render({ model, el }) {
+  const draw = () => { el.innerHTML = model.get("value"); };
+  // a click on an op's lines chooses that op (the chooser follows), as choosing it lights them
+  el.addEventListener("click", (e) => {
+    const group = e.target.closest("[data-op]");
+    if (group) { model.set("selected", group.getAttribute("data-op")); model.save_changes(); }
+  });
+  model.on("change:value", draw);
+  draw();
+}
+export default { render };
+"""
+
+_CSS = """
+.prism-source [data-op] { cursor: pointer; }
+.prism-source [data-op]:hover { outline: 1px dashed #ca8a04; }
+"""
+
+
+def _code_widget() -> type:
+    """The drawn source (`value`, its HTML) whose op groups answer clicks (`selected`)."""
+    import anywidget
+    import traitlets
+
+    class SourceCode(anywidget.AnyWidget):
+        _esm = _ESM
+        _css = _CSS
+        value = traitlets.Unicode("").tag(sync=True)
+        selected = traitlets.Unicode("").tag(sync=True)
+
+    return SourceCode
+
+
 class SourceView(Snapshotted):
-    """The source with a chooser of its ops: the chosen op's lines light up."""
+    """The source with a chooser of its ops: the chosen op's lines light up, and a click on
+    an op's lines chooses that op."""
 
     def __init__(self, source: str):
         import ipywidgets as w
@@ -108,15 +143,19 @@ class SourceView(Snapshotted):
         self.state = SourceState(source)
         self.op = w.Dropdown(options=[("(choose an op to light its lines)", None),
                                       *((k, k) for k in self.state.ops)], description="op")
-        self.code = w.HTML(self.state.html())
+        self.code = _code_widget()(value=self.state.html())
         self.op.observe(lambda _: self._draw(), names="value")
+        self.code.observe(lambda change: self.select(change["new"] or None), names="selected")
         self.widget = w.VBox([self.op, self.code])
 
     def select(self, key: str | None) -> None:
+        if key is not None and key not in self.state.ops:
+            return                      # not one of this source's ops: nothing to light
         self.op.value = key
 
     def _draw(self) -> None:
         self.code.value = self.state.html(self.op.value)
+        self.code.selected = self.op.value or ""
         self._snapshot_changed()
 
     def snapshot_summary(self) -> str:

@@ -56,7 +56,8 @@ class Workbench(Snapshotted):
         self._lock = threading.Lock()
         self.choice = w.Dropdown(options=[], description="candidate")
         self.detail = w.VBox([])
-        self.export_button = w.Button(description="export the winner", icon="download",
+        self.export_button = w.Button(description="export the best kernel", icon="download",
+                                      layout=w.Layout(width="auto", flex="0 0 auto"),
                                       disabled=True)
         self.exported = w.HTML()
         self.advice = w.HTML()          # what an advisor said and did (`prism.advice`), if any
@@ -173,7 +174,7 @@ class Workbench(Snapshotted):
 
     def _options(self) -> None:
         with self._lock:
-            opts = [("best kernel (the winner)", WINNER)] if self.winner else []
+            opts = [("best kernel", WINNER)] if self.winner else []
             opts += [(f"{cid} · {'verified' if isinstance(e, CandidateVerified) else 'rejected'}",
                       cid) for cid, e in self.candidates.items()]
         if [v for _, v in opts] != [v for _, v in self.choice.options]:

@@ -681,9 +681,9 @@ def test_the_winner_is_shown_lit_by_op_and_exported(lab):
             out.get_by_role("tab", name="candidates").click()
             head = out.locator(".widget-html-content h4", has_text="best kernel")
             head.first.wait_for(timeout=60_000)
-            chooser = out.locator("select").filter(has_text="best kernel (the winner)").first
+            chooser = out.locator("select").filter(has_text="best kernel").first
             shown = chooser.evaluate("s => s.options[s.selectedIndex].text")
-            assert shown.replace("\xa0", " ") == "best kernel (the winner)"    # by default
+            assert shown.replace("\xa0", " ") == "best kernel"    # by default
             assert head.first.inner_text() == f"best kernel {best} (candidate {candidate})"
             numbers = head.first.locator("xpath=following-sibling::p").first.inner_text()
             found = re.match(r"([0-9.e+-]+) µs \((\w+)\)", numbers)
@@ -718,9 +718,16 @@ def test_the_winner_is_shown_lit_by_op_and_exported(lab):
                 others = [n for _, n in ops if n != name]
                 assert not any(re.search(rf"^\s+{n} = ", text, re.M) for n in others), text
             shot(page, lit.first, "winner-source.png")
+            # and back: a click on another op's lines chooses it in the chooser and lights it
+            first_key = f"{kernels[0]}/{ops[0][1]}"
+            source.locator(f"span[data-op='{first_key}']").first.click()
+            source.locator(f"span[data-op='{first_key}'][style*='background']").first.wait_for(
+                timeout=30_000)
+            assert op_choice.input_value() != "" and \
+                op_choice.locator("option:checked").text_content() == first_key
 
             # export: kernel.py (the run's own), the PTX of each of its kernels, the report
-            out.get_by_role("button", name="export the winner").click()
+            out.get_by_role("button", name="export the best kernel").click()
             wrote = out.locator(".widget-html-content", has_text="wrote")
             wrote.first.wait_for(timeout=60_000)
             for name in ("kernel.py", "kernel.ptx", "report.html"):

@@ -45,3 +45,12 @@ def test_choosing_an_op_lights_its_lines_only():
     view.select("kernel0_y/exp2")
     lit = [part for part in view.code.value.split("<span") if "background" in part]
     assert len(lit) == 1 and "tl.exp(X_tile)" in lit[0] and "acc +=" not in lit[0]
+    # and back: a click on an op's lines (what the page sends) chooses that op
+    view.code.selected = "kernel0_y/acc"
+    assert view.op.value == "kernel0_y/acc"
+    lit = [part for part in view.code.value.split("<span") if "background" in part]
+    text = "".join(lit)         # acc's two groups: its start and the loop's update
+    assert all("data-op='kernel0_y/acc'" in part for part in lit)
+    assert "acc = tl.zeros" in text and "acc += exp2" in text and "tl.exp(X_tile)" not in text
+    view.code.selected = "kernel9/nothing"          # not an op of this source: nothing changes
+    assert view.op.value == "kernel0_y/acc"
