@@ -42,6 +42,9 @@ _Compiled = str | tuple[tuple[str, int], tuple[Any, ...]]
 _Subst = dict[str, int]
 _Match = tuple[Rule, str, int, _Subst]  # rule, direction, matched class, variables ↦ classes
 _REVERSE = {FORWARD: BACKWARD, BACKWARD: FORWARD}
+# Match only where something changed after a run's first pass (`EGraph.run`); False matches
+# every class every pass, the plain algorithm the tests hold the semi-naive one to.
+SEMINAIVE = True
 
 
 class ENode(NamedTuple):
@@ -96,6 +99,8 @@ class EGraph:
         self._forest = ProofForest(self._node.__getitem__, self._term)
         self._dirty = False
         self._changes = 0  # new canonical nodes + merges; unchanged across a pass = saturated
+        self._touched: list[int] = []  # ids whose class changed since the last match pass
+        self.seminaive = SEMINAIVE
         self._extraction: tuple[int, dict[int, Node]] = (-1, {})
 
     # ---- building -------------------------------------------------------------------------
@@ -131,6 +136,7 @@ class EGraph:
             return new
         self._memo[canon] = new
         self._classes[new] = _Class(canon, new, self._make(canon))
+        self._touched.append(new)
         for child in set(canon[1]):
             self._classes[child].parents.append((canon, new))
         self._changes += 1
@@ -170,6 +176,7 @@ class EGraph:
         if len(self._classes[keep].parents) < len(self._classes[gone].parents):
             keep, gone = gone, keep
         self._uf[gone] = keep
+        self._touched.append(keep)
         kept, absorbed = self._classes[keep], self._classes.pop(gone)
         self._pending.extend(absorbed.parents)  # they mention `gone`: re-canonicalise
         kept.nodes.update(absorbed.nodes)
@@ -210,6 +217,7 @@ class EGraph:
             if merged != cls.data:
                 cls.data = merged
                 self._analysis_pending.extend(cls.parents)
+                self._touched.append(id_)
 
     def _normalize(self) -> None:
         """Canonicalise every class's nodes; rebuild the memo, parent lists and head index."""
@@ -247,6 +255,7 @@ class EGraph:
         rules_by_name(rules)  # names must be unique: reports and explanations use them
         compiled = {(r.name, d): _compile(r.sides(d)[0].term) for r in rules
                     for d in DIRECTIONS}
+        depth = max((_depth(p) for p in compiled.values()), default=0)
         start = time.perf_counter()
         deadline = math.inf if time_limit is None else start + time_limit
         applied = dict.fromkeys((r.name for r in rules), 0)
@@ -256,7 +265,16 @@ class EGraph:
             reason = self._stop_reason(goal, iterations, iter_limit, node_limit, deadline)
             if reason is None:
                 before = self._changes
-                matches, reason = self._search(rules, compiled, deadline)
+                # Semi-naive matching: after the first pass, only classes within a pattern's
+                # depth above one that changed since the last pass can match anew. A match
+                # anywhere else was found in that pass and applied then (its instance is
+                # already in the root's class: applying it again is a no-op) or refused by
+                # its condition, which reads only the matched classes' facts, unchanged. So
+                # the unions, their order and the explanations are the same as matching
+                # everything (`seminaive = False`, the oracle of `tests/expr`).
+                roots = self._affected(depth) if self.seminaive and iterations else None
+                self._touched = []
+                matches, reason = self._search(rules, compiled, deadline, roots)
                 reason = reason or self._apply(matches, compiled, applied, node_limit, deadline)
                 self.rebuild()
                 iterations += 1
@@ -278,14 +296,37 @@ class EGraph:
             return "time_limit"
         return None
 
+    def _affected(self, depth: int) -> set[int]:
+        """The classes that changed since the last match pass and those up to `depth` parent
+        steps above them: where a pattern of that depth can match anew."""
+        frontier = {self.find(i) for i in self._touched}
+        seen = set(frontier)
+        for _ in range(depth):
+            above = set()
+            for root in frontier:
+                for _node, id_ in self._classes[root].parents:
+                    parent = self.find(id_)
+                    if parent not in seen:
+                        seen.add(parent)
+                        above.add(parent)
+            if not above:
+                break
+            frontier = above
+        return seen
+
     def _search(self, rules: list[Rule], compiled: dict[tuple[str, str], _Compiled],
-                deadline: float) -> tuple[list[_Match], str | None]:
+                deadline: float, only: set[int] | None = None
+                ) -> tuple[list[_Match], str | None]:
+        """Every match of every rule, class by class in index order (`only`: in those
+        classes alone)."""
         matches: list[_Match] = []
         for rule in rules:
             for direction in rule.directions():
                 pattern = compiled[(rule.name, direction)]
                 roots = (list(self._classes) if isinstance(pattern, str)
                          else self._index.get(pattern[0], ()))
+                if only is not None:
+                    roots = [r for r in roots if r in only]
                 for root in roots:
                     matches.extend((rule, direction, root, s)
                                    for s in self._match(pattern, root, {}))
@@ -563,6 +604,13 @@ def _bind(substs: list[_Subst], var: str, root: int) -> list[_Subst]:
         elif bound == root:
             out.append(subst)
     return out
+
+
+def _depth(pattern: _Compiled) -> int:
+    """How many parent steps a pattern's variables are below its root (0: a variable)."""
+    if isinstance(pattern, str):
+        return 0
+    return 1 + max((_depth(a) for a in pattern[1]), default=0)
 
 
 def _compile(pattern: Term) -> _Compiled:
