@@ -632,6 +632,7 @@ class SearchExplorer(Snapshotted, LiveView):
         stopped: stepping is looking, not searching against the clock)."""
         if not self._gate.paused:
             self.pause()
+        self._took_effect.pop("pause", None)    # the next hold says where the steps left it
         self._gate.step(n)
         self._throttle.request()
 
@@ -758,6 +759,9 @@ class SearchExplorer(Snapshotted, LiveView):
         elif s.finished and s.summary is not None:
             where = ("finished" if s.summary.get("complete", True)
                      else f"stopped ({s.summary.get('stop_reason', '?')})")
+            if self._cancel_asked is not None:      # what the search did, then the cancel
+                where = ("cancelled after the search finished" if where == "finished"
+                         else f"cancelled: the search {where}")
             when = self._took_effect.get("cancel", "")
         else:
             where = "ready to run" if self._start is not None else "listening"

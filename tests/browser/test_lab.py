@@ -776,7 +776,8 @@ print("finalists", len(finalists), "measured", sum(t.ok for t in finalists),
       "not_measured", sum(t.not_measured == "cancelled" for t in finalists),
       "failed", sum(t.failed for t in finalists), "stopped", result.tuning.stopped)
 print("measurements", sum(e.type == "Measured" for e in result.trace))
-print("families", result.search.generated)""",
+print("families", result.search.generated)
+print("search_complete", result.search.complete)""",
     """replay = widgets.Workbench.from_trace(result.files["trace"])
 replay""",
 ]
@@ -824,9 +825,12 @@ def test_a_cancelled_run_keeps_its_best_and_what_it_measured(lab):
                                                    ("measured", "not_measured")))
             assert int(counts["measured"]) >= 1 and int(counts["not_measured"]) >= 1, said
             assert counts["failed"] == "0" and counts["stopped"] == "cancelled", said
-            # the explorer says the cancel took effect
-            out.locator(".widget-html-content", has_text="after the click").first.wait_for(
-                timeout=30_000)
+            # the explorer says the cancel took effect, and that the search had finished (the
+            # result's search is complete: tuning is what the cancel stopped)
+            progress = out.locator(".widget-html-content", has_text="after the click").first
+            progress.wait_for(timeout=30_000)
+            assert said["search_complete"] == ["True"], said
+            assert "cancelled after the search finished" in (progress.inner_text() or "")
 
             # the tuning tab: what was measured, the rest not measured (cancelled) and not
             # failed, and the best as the result has it

@@ -289,6 +289,20 @@ def test_a_pause_says_when_it_took_effect(small, until):
     assert "took effect" in view._progress_html() and "after the click" in view._progress_html()
 
 
+def test_after_steps_the_pause_says_where_the_steps_left_it(small, until):
+    view = SearchExplorer.live(small.graph, small.config, paused=True)
+    until(lambda: "took effect after 0 families" in view._progress_html())
+    view.step(40)
+    until(lambda: view.state.events == 40)
+    until(lambda: "took effect after" in view._progress_html())
+    text = view._progress_html()
+    families = int(text.split("took effect after ")[1].split(" families")[0])
+    time.sleep(0.3)
+    assert families == view.state.generated > 0        # held where it says, not at 0
+    view.cancel()
+    view.join(timeout=60)
+
+
 def test_await_wait_returns_the_result_without_blocking_the_loop(small):
     import asyncio
 
