@@ -36,8 +36,15 @@ def entries() -> dict[str, str]:
 
 
 def definition(term: str) -> str | None:
-    """The glossary's definition of `term` (case-insensitive), or None."""
-    return entries().get(term.strip().lower())
+    """The glossary's definition of `term` (case-insensitive); for an op the glossary does not
+    define (`matmul`, `exp`), the op table's own description; else None."""
+    found = entries().get(term.strip().lower())
+    if found is not None:
+        return found
+    from prism.ir.ops import OPS
+    op = OPS.get(term.strip())
+    return f"{term.strip()}: {op.doc} (an op of the op table)" if op is not None and op.doc \
+        else None
 
 
 def abbr(term: str) -> str:
