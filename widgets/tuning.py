@@ -146,7 +146,9 @@ def _layout_key(axis: str) -> str:
 def _axis_layout(kind: str) -> dict[str, Any]:
     """A log axis titled with its kind; the second and third sit on the right of the plot."""
     out: dict[str, Any] = {"title": {"text": f"{kind} latency (µs, log)"}, "type": "log",
-                           "visible": kind == "modeled"}
+                           "visible": kind == "modeled",
+                           # one format for every tick ("37.9", "35.9k"; not "35.854k")
+                           "tickformat": ".3~s"}
     if AXES[kind] != "y":
         out.update(overlaying="y", side="right", anchor="free",
                    position=0.86 if AXES[kind] == "y2" else 0.96)
@@ -195,10 +197,12 @@ class TuningMonitor(Snapshotted, LiveView):
                                  yaxis=self.axis["modeled"],
                                  line={"dash": "dot", "color": "gray"}, hoverinfo="skip"))
         self.figure = go.FigureWidget(traces, layout=go.Layout(
-            title="tuning", xaxis_title="measurement", height=360,
+            title="tuning", xaxis_title="measurement", height=420,
             xaxis={"domain": [0.0, 0.86]},
             **{_layout_key(AXES[kind]): _axis_layout(kind) for kind in MEASURE_KINDS},
-            margin={"l": 50, "r": 10, "t": 40, "b": 40}))
+            # the legend below the plot: on its right it covered the right axes' titles
+            legend={"orientation": "h", "x": 0.0, "y": -0.22, "yanchor": "top"},
+            margin={"l": 50, "r": 10, "t": 40, "b": 110}))
         self.header = w.HTML()
         self.failures = w.HTML()
         self.widget = w.VBox([self.header, self.figure, self.failures])
