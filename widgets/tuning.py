@@ -293,6 +293,12 @@ def _header_html(s: TuningState) -> str:
         latency, kind = _number(check.get("latency_us")), str(check.get("latency_kind", "?"))
         parts.append(f"best <code>{html.escape(s.winner)}</code>"
                      + (f": {latency:.4g} µs ({html.escape(kind)})" if latency else ""))
+        quicker = s.best(kind) if kind == "interpreted" else None
+        if latency and quicker is not None and quicker.latency_us < latency:
+            # the plot's fastest interpreted point is not the best: say why
+            parts.append(f"ranked by the model: <code>{html.escape(quicker.config)}</code>'s "
+                         f"interpreted time is lower ({quicker.latency_us:.4g} µs), but wall "
+                         "times in Triton's interpreter do not rank GPU kernels")
     elif s.check is not None:
         parts.append("no best kernel (none proved and passing its check)")
     elif fastest is not None:

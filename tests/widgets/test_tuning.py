@@ -128,3 +128,22 @@ def test_each_latency_kind_has_its_own_log_axis(recorded):
         assert spec.visible in (None, True) if has_points or kind == "modeled" else \
             spec.visible is False
     assert data[view.roofline].yaxis == data[view.eager].yaxis == axes["modeled"]
+
+
+def test_the_header_says_why_the_best_is_not_the_fastest_interpreted_point():
+    """With the interpreter backend the best is ranked by the model; when a faster interpreted
+    point is plotted, the header says so (the oracle: the points fed in)."""
+    from prism.trace import Measured, StageFinished
+    from widgets.tuning import TuningState, _header_html
+
+    state = TuningState()
+    for config, us in [("c1[gx=1]", 900.0), ("c2[gx=2]", 700.0)]:
+        state.add(Measured(config, config.split("[")[0], {}, us, "interpreted", "h100"))
+    state.add(StageFinished("check", 1.0, {"best": "c1[gx=1]", "latency_us": 900.0,
+                                           "latency_kind": "interpreted"}))
+    text = _header_html(state)
+    assert "best <code>c1[gx=1]</code>: 900 µs (interpreted)" in text
+    assert "<code>c2[gx=2]</code>'s interpreted time is lower (700 µs)" in text
+    state.add(StageFinished("check", 1.0, {"best": "c2[gx=2]", "latency_us": 700.0,
+                                           "latency_kind": "interpreted"}))
+    assert "is lower" not in _header_html(state)     # the best is the fastest: nothing to say
