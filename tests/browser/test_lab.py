@@ -10,6 +10,7 @@ tuning runs. Screenshots go to `test-output/browser/` (or $PRISM_TEST_OUTPUT/bro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -117,6 +118,14 @@ def lab(tmp_path_factory):
 
 
 def test_the_workbench_in_a_real_browser(lab):
+    with browser_page(lab, "final.png") as page:
+        run_notebook(page, lab)
+
+
+@contextlib.contextmanager
+def browser_page(lab, final: str):
+    """A Chromium page for the lab; on the way out, whatever happened, a full-page screenshot
+    `final` (what the page showed when a test failed) and the browser closed."""
     from playwright.sync_api import sync_playwright
 
     OUTPUT.mkdir(parents=True, exist_ok=True)
@@ -124,9 +133,9 @@ def test_the_workbench_in_a_real_browser(lab):
         browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            run_notebook(page, lab)
+            yield page
         finally:
-            page.screenshot(path=str(OUTPUT / "final.png"), full_page=True)
+            page.screenshot(path=str(OUTPUT / final), full_page=True)
             browser.close()
 
 
@@ -253,32 +262,23 @@ print("ended:", result.search.stop_reason, "· best", result.best.config)""",
 
 
 def test_the_buttons_act_while_a_later_cell_awaits_the_run(lab):
-    from playwright.sync_api import sync_playwright
-
     write_notebook(lab["home"] / "controls.ipynb", CONTROL_CELLS)
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            open_and_run_all(page, lab, "controls", "controls.ipynb")
-            explorer = outputs(page, 0)
-            # held at its first event, and the view says the pause took effect
-            explorer.get_by_text("took effect after 0 families").first.wait_for(
-                timeout=60_000)
-            assert "the budget clock is stopped" in (explorer.first.text_content() or "")
-            page.wait_for_timeout(1000)
-            assert outputs(page, 1).count() == 0            # the awaiting cell is still busy
-            shot(page, explorer.first, "controls-paused.png")
-            explorer.get_by_role("button", name="run").click()
-            ended = outputs(page, 1).filter(has_text="ended:")
-            ended.first.wait_for(timeout=300_000)
-            assert "ended: exhausted" in (ended.first.text_content() or "")
-            explorer.get_by_text("finished").first.wait_for(timeout=30_000)
-            assert "s paused, not counted" in (explorer.first.text_content() or "")
-        finally:
-            page.screenshot(path=str(OUTPUT / "controls.png"), full_page=True)
-            browser.close()
+    with browser_page(lab, "controls.png") as page:
+        open_and_run_all(page, lab, "controls", "controls.ipynb")
+        explorer = outputs(page, 0)
+        # held at its first event, and the view says the pause took effect
+        explorer.get_by_text("took effect after 0 families").first.wait_for(
+            timeout=60_000)
+        assert "the budget clock is stopped" in (explorer.first.text_content() or "")
+        page.wait_for_timeout(1000)
+        assert outputs(page, 1).count() == 0            # the awaiting cell is still busy
+        shot(page, explorer.first, "controls-paused.png")
+        explorer.get_by_role("button", name="run").click()
+        ended = outputs(page, 1).filter(has_text="ended:")
+        ended.first.wait_for(timeout=300_000)
+        assert "ended: exhausted" in (ended.first.text_content() or "")
+        explorer.get_by_text("finished").first.wait_for(timeout=30_000)
+        assert "s paused, not counted" in (explorer.first.text_content() or "")
 
 
 # The per-block view of the known-best RMSNorm+MatMul: grid 4 over W's 64 columns (16 a block),
@@ -293,69 +293,60 @@ view""",
 
 
 def test_the_per_block_view_follows_its_controls(lab):
-    from playwright.sync_api import sync_playwright
-
     write_notebook(lab["home"] / "blocks.ipynb", BLOCK_CELLS)
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            open_and_run_all(page, lab, "blocks", "blocks.ipynb")
-            view = outputs(page, 0).first       # the live view (its snapshot follows it)
-            line = view.locator(".prism-block-line")
-            line.first.wait_for(timeout=60_000)
-            read = view.locator("rect.prism-tile-read")
+    with browser_page(lab, "blocks-final.png") as page:
+        open_and_run_all(page, lab, "blocks", "blocks.ipynb")
+        view = outputs(page, 0).first       # the live view (its snapshot follows it)
+        line = view.locator(".prism-block-line")
+        line.first.wait_for(timeout=60_000)
+        read = view.locator("rect.prism-tile-read")
 
-            def shown() -> tuple[str, list[str | None]]:
-                return (line.first.inner_text(),
-                        [r.get_attribute("data-range") for r in read.all()])
+        def shown() -> tuple[str, list[str | None]]:
+            return (line.first.inner_text(),
+                    [r.get_attribute("data-range") for r in read.all()])
 
-            def until(text: str) -> None:
-                view.locator(".prism-block-line", has_text=text).first.wait_for(timeout=30_000)
+        def until(text: str) -> None:
+            view.locator(".prism-block-line", has_text=text).first.wait_for(timeout=30_000)
 
-            text, ranges = shown()
-            assert "block (0,) iteration 0 reads X[0:8, 0:32] and W[0:32, 0:16]" in text, text
-            assert ranges == ["0:8,0:32", "0:32,0:16"], ranges
-            w_left = read.nth(1).bounding_box()
-            assert w_left is not None
+        text, ranges = shown()
+        assert "block (0,) iteration 0 reads X[0:8, 0:32] and W[0:32, 0:16]" in text, text
+        assert ranges == ["0:8,0:32", "0:32,0:16"], ranges
+        w_left = read.nth(1).bounding_box()
+        assert w_left is not None
 
-            # the block slider, moved with the keyboard as a user does: two blocks to the right
-            handles = view.locator(".widget-slider .noUi-handle")
-            handles.nth(0).focus()
-            page.keyboard.press("ArrowRight")
-            page.keyboard.press("ArrowRight")
-            until("block (2,) iteration 0")
-            text, ranges = shown()
-            assert "reads X[0:8, 0:32] and W[0:32, 32:48]" in text, text
-            assert ranges == ["0:8,0:32", "0:32,32:48"], ranges
-            moved = read.nth(1).bounding_box()
-            assert moved is not None and moved["x"] > w_left["x"] + 10    # W's tile went right
+        # the block slider, moved with the keyboard as a user does: two blocks to the right
+        handles = view.locator(".widget-slider .noUi-handle")
+        handles.nth(0).focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        until("block (2,) iteration 0")
+        text, ranges = shown()
+        assert "reads X[0:8, 0:32] and W[0:32, 32:48]" in text, text
+        assert ranges == ["0:8,0:32", "0:32,32:48"], ranges
+        moved = read.nth(1).bounding_box()
+        assert moved is not None and moved["x"] > w_left["x"] + 10    # W's tile went right
 
-            # the iteration slider: the loop walks X's columns and W's rows, the block stays
-            handles.nth(1).focus()
-            page.keyboard.press("ArrowRight")
-            until("block (2,) iteration 1")
-            text, ranges = shown()
-            out = "writes custom[0:8, 32:48] after the loop"
-            assert "reads X[0:8, 32:64] and W[32:64, 32:48]; " + out in text, text
-            assert ranges == ["0:8,32:64", "32:64,32:48"], ranges
-            down = read.nth(1).bounding_box()
-            assert down is not None and down["y"] > moved["y"] + 10      # W's tile went down
-            written = view.locator("rect.prism-tile-write")
-            assert [r.get_attribute("data-range") for r in written.all()] == ["0:8,32:48"]
-            assert view.locator("abbr", has_text="imap").count() >= 2     # glossary hover
-            shot(page, view.first, "blocks.png")
+        # the iteration slider: the loop walks X's columns and W's rows, the block stays
+        handles.nth(1).focus()
+        page.keyboard.press("ArrowRight")
+        until("block (2,) iteration 1")
+        text, ranges = shown()
+        out = "writes custom[0:8, 32:48] after the loop"
+        assert "reads X[0:8, 32:64] and W[32:64, 32:48]; " + out in text, text
+        assert ranges == ["0:8,32:64", "32:64,32:48"], ranges
+        down = read.nth(1).bounding_box()
+        assert down is not None and down["y"] > moved["y"] + 10      # W's tile went down
+        written = view.locator("rect.prism-tile-write")
+        assert [r.get_attribute("data-range") for r in written.all()] == ["0:8,32:48"]
+        assert view.locator("abbr", has_text="imap").count() >= 2     # glossary hover
+        shot(page, view.first, "blocks.png")
 
-            # step: past the last iteration, on to the next block
-            view.get_by_role("button", name="step").click()
-            until("block (3,) iteration 0")
-            text, ranges = shown()
-            assert "reads X[0:8, 0:32] and W[0:32, 48:64]" in text, text
-            assert ranges == ["0:8,0:32", "0:32,48:64"], ranges
-        finally:
-            page.screenshot(path=str(OUTPUT / "blocks-final.png"), full_page=True)
-            browser.close()
+        # step: past the last iteration, on to the next block
+        view.get_by_role("button", name="step").click()
+        until("block (3,) iteration 0")
+        text, ranges = shown()
+        assert "reads X[0:8, 0:32] and W[0:32, 48:64]" in text, text
+        assert ranges == ["0:8,0:32", "0:32,48:64"], ranges
 
 
 # A finished run that kept every family's partial sGraph, replayed into a workbench: its search
@@ -382,74 +373,65 @@ bench""",
 
 
 def test_the_search_as_a_tree(lab):
-    from playwright.sync_api import sync_playwright
-
     write_notebook(lab["home"] / "tree.ipynb", TREE_CELLS)
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            open_and_run_all(page, lab, "tree", "tree.ipynb")
-            out = outputs(page, 0)
-            tree = out.locator(".prism-tree")
-            tree.first.wait_for(timeout=120_000)
-            printed = out.filter(has_text="deep").first.inner_text()
-            words = printed.split("\n")[0].split()
-            top, deep, first, second = words[1], words[3], words[5], words[6]
-            groups = [line.split("group ", 1)[1] for line in printed.split("\n")
-                      if line.startswith("group ")]
-            assert groups, printed
-            root = tree.locator(".prism-tree-node").first
-            assert "families" in root.inner_text() and "pruned (" in root.inner_text()
+    with browser_page(lab, "tree-final.png") as page:
+        open_and_run_all(page, lab, "tree", "tree.ipynb")
+        out = outputs(page, 0)
+        tree = out.locator(".prism-tree")
+        tree.first.wait_for(timeout=120_000)
+        printed = out.filter(has_text="deep").first.inner_text()
+        words = printed.split("\n")[0].split()
+        top, deep, first, second = words[1], words[3], words[5], words[6]
+        groups = [line.split("group ", 1)[1] for line in printed.split("\n")
+                  if line.startswith("group ")]
+        assert groups, printed
+        root = tree.locator(".prism-tree-node").first
+        assert "families" in root.inner_text() and "pruned (" in root.inner_text()
 
-            # expand the top family: its children, grouped by rule and reason, with counts
-            node = tree.locator(f".prism-tree-node[data-id='{top}']")
-            node.locator(".prism-tree-toggle").click()
-            drawn = tree.locator(".prism-tree-group")
-            drawn.nth(len(groups)).wait_for(timeout=30_000)     # the root's groups, then these
-            shown = [drawn.nth(i).inner_text().strip(" ▸▾\u00a0") for i in range(drawn.count())]
-            for label in groups:
-                assert label in shown, (label, shown)
-            assert any(" children — " in label for label in groups), groups
-            shot(page, tree.first, "tree.png")
+        # expand the top family: its children, grouped by rule and reason, with counts
+        node = tree.locator(f".prism-tree-node[data-id='{top}']")
+        node.locator(".prism-tree-toggle").click()
+        drawn = tree.locator(".prism-tree-group")
+        drawn.nth(len(groups)).wait_for(timeout=30_000)     # the root's groups, then these
+        shown = [drawn.nth(i).inner_text().strip(" ▸▾\u00a0") for i in range(drawn.count())]
+        for label in groups:
+            assert label in shown, (label, shown)
+        assert any(" children — " in label for label in groups), groups
+        shot(page, tree.first, "tree.png")
 
-            # jump to a deep family: the tree opens down to it and selects it
-            box = out.get_by_placeholder("f123 or c45, then enter")
-            box.fill(deep)
-            box.press("Enter")
-            chosen = tree.locator(f".prism-tree-node.selected[data-id='{deep}']")
-            chosen.wait_for(timeout=30_000)
-            detail = out.locator(".widget-html-content").filter(has_text=f"{deep} — pruned")
-            detail.first.wait_for(timeout=30_000)
-            assert "pruned by" in detail.first.inner_text()
-            assert out.locator(".widget-html-content svg").count() >= 1     # its partial sGraph
+        # jump to a deep family: the tree opens down to it and selects it
+        box = out.get_by_placeholder("f123 or c45, then enter")
+        box.fill(deep)
+        box.press("Enter")
+        chosen = tree.locator(f".prism-tree-node.selected[data-id='{deep}']")
+        chosen.wait_for(timeout=30_000)
+        detail = out.locator(".widget-html-content").filter(has_text=f"{deep} — pruned")
+        detail.first.wait_for(timeout=30_000)
+        assert "pruned by" in detail.first.inner_text()
+        assert out.locator(".widget-html-content svg").count() >= 1     # its partial sGraph
 
-            # click another row: its decision replaces the first
-            other = tree.locator(".prism-tree-node[data-id]:not(.selected)").last
-            other_id = other.get_attribute("data-id")
-            other.click()
-            tree.locator(f".prism-tree-node.selected[data-id='{other_id}']").wait_for(
-                timeout=30_000)
-            out.locator(".widget-html-content").filter(
-                has_text=f"{other_id} — ").first.wait_for(timeout=30_000)
-            shot(page, chosen.first if chosen.count() else tree.first, "tree-selected.png")
+        # click another row: its decision replaces the first
+        other = tree.locator(".prism-tree-node[data-id]:not(.selected)").last
+        other_id = other.get_attribute("data-id")
+        other.click()
+        tree.locator(f".prism-tree-node.selected[data-id='{other_id}']").wait_for(
+            timeout=30_000)
+        out.locator(".widget-html-content").filter(
+            has_text=f"{other_id} — ").first.wait_for(timeout=30_000)
+        shot(page, chosen.first if chosen.count() else tree.first, "tree-selected.png")
 
-            # two candidates side by side: graphs, proofs, the structural diff
-            for placeholder, cid in (("c1", first), ("c2", second)):
-                field = out.get_by_placeholder(placeholder, exact=True)
-                field.fill(cid)
-                field.press("Enter")
-            compare = out.locator(".widget-html-content").filter(has_text="structural diff")
-            compare.first.wait_for(timeout=30_000)
-            assert compare.first.locator("table.prism-compare svg").count() >= 2
-            text = compare.first.inner_text()
-            assert f"--- {first}" in text and f"+++ {second}" in text
-            assert compare.first.locator("li").count() >= 1 or "proof" in text.lower()
-            shot(page, compare.first, "tree-compare.png")
-        finally:
-            page.screenshot(path=str(OUTPUT / "tree-final.png"), full_page=True)
-            browser.close()
+        # two candidates side by side: graphs, proofs, the structural diff
+        for placeholder, cid in (("c1", first), ("c2", second)):
+            field = out.get_by_placeholder(placeholder, exact=True)
+            field.fill(cid)
+            field.press("Enter")
+        compare = out.locator(".widget-html-content").filter(has_text="structural diff")
+        compare.first.wait_for(timeout=30_000)
+        assert compare.first.locator("table.prism-compare svg").count() >= 2
+        text = compare.first.inner_text()
+        assert f"--- {first}" in text and f"+++ {second}" in text
+        assert compare.first.locator("li").count() >= 1 or "proof" in text.lower()
+        shot(page, compare.first, "tree-compare.png")
 
 
 # A live workbench and, in the next cell, its end awaited (the quickstart's pattern): the first
@@ -490,45 +472,36 @@ def test_a_saved_workbench_still_shows_its_snapshot_with_the_kernel_gone_and_exp
     """Run, save, shut the kernel down, reload the page: the widget's model is gone, and the
     snapshot below it still names the best kernel with its latency and kind (the values the
     engine printed: the oracle). The saved file and its nbconvert HTML hold the same."""
-    from playwright.sync_api import sync_playwright
-
     path = lab["home"] / "snapshot.ipynb"
     write_notebook(path, SNAPSHOT_CELLS)
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            open_and_run_all(page, lab, "snapshot", "snapshot.ipynb")
-            printed = outputs(page, 1).filter(has_text="best ")
-            printed.first.wait_for(timeout=300_000)
-            _, best, latency, kind = printed.first.inner_text().split()[:4]
-            summary = outputs(page, 0).locator(".prism-snapshot summary")
-            summary.filter(has_text=f"best kernel {best}").first.wait_for(timeout=30_000)
-            page.locator(".jp-Notebook").first.click()
-            page.keyboard.press("Control+s")
-            deadline = time.monotonic() + 60
-            while best not in path.read_text():           # saved, with the finished snapshot
-                assert time.monotonic() < deadline, "the notebook was not saved"
-                time.sleep(0.5)
-            assert shut_down_kernels(page) >= 1 and kernel_ids(lab["url"]) == []
-            page.goto(f"{lab['url']}/lab/workspaces/snapshot2/tree/snapshot.ipynb?reset")
-            page.wait_for_selector(".jp-Notebook", timeout=60_000)
-            shown = outputs(page, 0).locator(".prism-snapshot summary")
-            shown.first.wait_for(timeout=60_000)
-            text = shown.first.inner_text()
-            found = re.search(r"best kernel (\S+): ([0-9.e+-]+) µs \((\w+)\)", text)
-            assert found, text
-            assert found.group(1) == best and found.group(3) == kind
-            assert math.isclose(float(found.group(2)), float(latency), rel_tol=1e-3)
-            shown.first.click()                            # unfolded: the run's page
-            body = outputs(page, 0).locator(".prism-snapshot-body")
-            body.locator("svg").first.wait_for(timeout=30_000)
-            assert best in body.first.inner_text()
-            shot(page, shown.first, "snapshot-reopened.png")
-        finally:
-            page.screenshot(path=str(OUTPUT / "snapshot-final.png"), full_page=True)
-            browser.close()
+    with browser_page(lab, "snapshot-final.png") as page:
+        open_and_run_all(page, lab, "snapshot", "snapshot.ipynb")
+        printed = outputs(page, 1).filter(has_text="best ")
+        printed.first.wait_for(timeout=300_000)
+        _, best, latency, kind = printed.first.inner_text().split()[:4]
+        summary = outputs(page, 0).locator(".prism-snapshot summary")
+        summary.filter(has_text=f"best kernel {best}").first.wait_for(timeout=30_000)
+        page.locator(".jp-Notebook").first.click()
+        page.keyboard.press("Control+s")
+        deadline = time.monotonic() + 60
+        while best not in path.read_text():           # saved, with the finished snapshot
+            assert time.monotonic() < deadline, "the notebook was not saved"
+            time.sleep(0.5)
+        assert shut_down_kernels(page) >= 1 and kernel_ids(lab["url"]) == []
+        page.goto(f"{lab['url']}/lab/workspaces/snapshot2/tree/snapshot.ipynb?reset")
+        page.wait_for_selector(".jp-Notebook", timeout=60_000)
+        shown = outputs(page, 0).locator(".prism-snapshot summary")
+        shown.first.wait_for(timeout=60_000)
+        text = shown.first.inner_text()
+        found = re.search(r"best kernel (\S+): ([0-9.e+-]+) µs \((\w+)\)", text)
+        assert found, text
+        assert found.group(1) == best and found.group(3) == kind
+        assert math.isclose(float(found.group(2)), float(latency), rel_tol=1e-3)
+        shown.first.click()                            # unfolded: the run's page
+        body = outputs(page, 0).locator(".prism-snapshot-body")
+        body.locator("svg").first.wait_for(timeout=30_000)
+        assert best in body.first.inner_text()
+        shot(page, shown.first, "snapshot-reopened.png")
     saved = nbformat.read(path, as_version=4)
     kinds = [[sorted(o.get("data", {})) for o in cell.outputs] for cell in saved.cells]
     assert "application/vnd.jupyter.widget-view+json" in kinds[0][0]   # the widget, then ...
@@ -575,31 +548,22 @@ tree""",
 
 
 def test_a_real_audit_of_an_unsound_rule_is_marked_in_the_tree(lab):
-    from playwright.sync_api import sync_playwright
-
     write_notebook(lab["home"] / "audit.ipynb", AUDIT_CELLS)
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            open_and_run_all(page, lab, "audit", "audit.ipynb")
-            out = outputs(page, 0)
-            printed = out.filter(has_text="audit sound")
-            printed.first.wait_for(timeout=300_000)
-            words = printed.first.inner_text().split()
-            assert words[2] == "False" and int(words[4]) >= 1, words   # the audit found it
-            family = words[6]
-            row = out.locator(f".prism-tree .prism-tree-node[data-id='{family}']")
-            row.first.wait_for(timeout=60_000)
-            mark = row.first.locator(".prism-tree-mark")
-            assert "audit: wrongly pruned" in mark.inner_text()
-            root = out.locator(".prism-tree .prism-tree-node").first
-            assert "audit finding" in root.inner_text()           # counted up to the root
-            shot(page, row.first, "tree-audit.png")
-        finally:
-            page.screenshot(path=str(OUTPUT / "audit-final.png"), full_page=True)
-            browser.close()
+    with browser_page(lab, "audit-final.png") as page:
+        open_and_run_all(page, lab, "audit", "audit.ipynb")
+        out = outputs(page, 0)
+        printed = out.filter(has_text="audit sound")
+        printed.first.wait_for(timeout=300_000)
+        words = printed.first.inner_text().split()
+        assert words[2] == "False" and int(words[4]) >= 1, words   # the audit found it
+        family = words[6]
+        row = out.locator(f".prism-tree .prism-tree-node[data-id='{family}']")
+        row.first.wait_for(timeout=60_000)
+        mark = row.first.locator(".prism-tree-mark")
+        assert "audit: wrongly pruned" in mark.inner_text()
+        root = out.locator(".prism-tree .prism-tree-node").first
+        assert "audit finding" in root.inner_text()           # counted up to the root
+        shot(page, row.first, "tree-audit.png")
 
 
 # A live workbench writing into a folder (`out=`), and in the next cell its result, printed: the
@@ -655,92 +619,83 @@ def test_the_winner_is_shown_lit_by_op_and_exported(lab):
     result says, its proof's axioms as its verdict has them, its Triton source as the run wrote
     it, each block-graph op's lines lit on choosing the op; the export button writes kernel.py,
     the PTX and the report, and the kernel computes the program."""
-    from playwright.sync_api import sync_playwright
-
     write_notebook(lab["home"] / "winner.ipynb", WINNER_CELLS)
     folder = lab["home"] / "winner-out"
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            open_and_run_all(page, lab, "winner", "winner.ipynb")
-            printed = outputs(page, 1).filter(has_text="steps")
-            printed.first.wait_for(timeout=300_000)
-            said = printed_lines(printed.first)
-            best, latency, kind, candidate = said["best"]
-            ops = [op.split(":") for op in said["ops"]]
-            assert ops and said["steps"] and said["ptx"], said
-            # the run's own files (out=): the oracle of the source shown, then set aside so
-            # that the export button has to write them again
-            written = (folder / "kernel.py").read_text()
-            for name in ("kernel.py", "kernel.ptx", "report.html"):
-                (folder / name).unlink()
+    with browser_page(lab, "winner-final.png") as page:
+        open_and_run_all(page, lab, "winner", "winner.ipynb")
+        printed = outputs(page, 1).filter(has_text="steps")
+        printed.first.wait_for(timeout=300_000)
+        said = printed_lines(printed.first)
+        best, latency, kind, candidate = said["best"]
+        ops = [op.split(":") for op in said["ops"]]
+        assert ops and said["steps"] and said["ptx"], said
+        # the run's own files (out=): the oracle of the source shown, then set aside so
+        # that the export button has to write them again
+        written = (folder / "kernel.py").read_text()
+        for name in ("kernel.py", "kernel.ptx", "report.html"):
+            (folder / name).unlink()
 
-            out = outputs(page, 0)
-            out.get_by_role("tab", name="candidates").click()
-            head = out.locator(".widget-html-content h4", has_text="best kernel")
-            head.first.wait_for(timeout=60_000)
-            chooser = out.locator("select").filter(has_text="best kernel").first
-            shown = chooser.evaluate("s => s.options[s.selectedIndex].text")
-            assert shown.replace("\xa0", " ") == "best kernel"    # by default
-            assert head.first.inner_text() == f"best kernel {best} (candidate {candidate})"
-            numbers = head.first.locator("xpath=following-sibling::p").first.inner_text()
-            found = re.match(r"([0-9.e+-]+) µs \((\w+)\)", numbers)
-            assert found, numbers
-            assert math.isclose(float(found.group(1)), float(latency), rel_tol=1e-3), numbers
-            assert found.group(2) == kind, numbers
-            detail = out.locator(".widget-vbox",
-                                 has=page.locator("h4", has_text="best kernel")).last
-            axioms = [b.text_content() for b in detail.locator("li > div:first-child > b").all()]
-            assert axioms == said["steps"], axioms                # the verdict's proof, in order
-            source = detail.locator("pre.prism-source").first
-            assert (source.text_content() or "").rstrip("\n") == written.rstrip("\n")
-            shot(page, head.first, "winner.png")
+        out = outputs(page, 0)
+        out.get_by_role("tab", name="candidates").click()
+        head = out.locator(".widget-html-content h4", has_text="best kernel")
+        head.first.wait_for(timeout=60_000)
+        chooser = out.locator("select").filter(has_text="best kernel").first
+        shown = chooser.evaluate("s => s.options[s.selectedIndex].text")
+        assert shown.replace("\xa0", " ") == "best kernel"    # by default
+        assert head.first.inner_text() == f"best kernel {best} (candidate {candidate})"
+        numbers = head.first.locator("xpath=following-sibling::p").first.inner_text()
+        found = re.match(r"([0-9.e+-]+) µs \((\w+)\)", numbers)
+        assert found, numbers
+        assert math.isclose(float(found.group(1)), float(latency), rel_tol=1e-3), numbers
+        assert found.group(2) == kind, numbers
+        detail = out.locator(".widget-vbox",
+                             has=page.locator("h4", has_text="best kernel")).last
+        axioms = [b.text_content() for b in detail.locator("li > div:first-child > b").all()]
+        assert axioms == said["steps"], axioms                # the verdict's proof, in order
+        source = detail.locator("pre.prism-source").first
+        assert (source.text_content() or "").rstrip("\n") == written.rstrip("\n")
+        shot(page, head.first, "winner.png")
 
-            # each compute op of the winner's block graph: choosing it lights its lines, which
-            # open with the generator's comment naming the op and assign its output
-            kernels = re.findall(r"@triton\.jit\ndef (\w+)\(", written)
-            assert len(kernels) == 1, kernels
-            op_choice = detail.locator("select").filter(
-                has_text="(choose an op to light its lines)").first
-            for op_kind, name in ops:
-                key = f"{kernels[0]}/{name}"
-                op_choice.select_option(label=key)
-                lit = source.locator("span[data-op][style*='background']")
-                source.locator(f"span[data-op='{key}'][style*='background']").first.wait_for(
-                    timeout=30_000)
-                assert {s.get_attribute("data-op") for s in lit.all()} == {key}
-                text = "\n".join(s.text_content() or "" for s in lit.all())
-                assert text.lstrip().startswith(f"# {name} = {op_kind}("), text
-                assert re.search(rf"^\s+{name} (\+)?= ", text, re.M), text
-                assert all(line in written for line in text.split("\n")), text
-                others = [n for _, n in ops if n != name]
-                assert not any(re.search(rf"^\s+{n} = ", text, re.M) for n in others), text
-            shot(page, lit.first, "winner-source.png")
-            # and back: a click on another op's lines chooses it in the chooser and lights it
-            first_key = f"{kernels[0]}/{ops[0][1]}"
-            source.locator(f"span[data-op='{first_key}']").first.click()
-            source.locator(f"span[data-op='{first_key}'][style*='background']").first.wait_for(
+        # each compute op of the winner's block graph: choosing it lights its lines, which
+        # open with the generator's comment naming the op and assign its output
+        kernels = re.findall(r"@triton\.jit\ndef (\w+)\(", written)
+        assert len(kernels) == 1, kernels
+        op_choice = detail.locator("select").filter(
+            has_text="(choose an op to light its lines)").first
+        for op_kind, name in ops:
+            key = f"{kernels[0]}/{name}"
+            op_choice.select_option(label=key)
+            lit = source.locator("span[data-op][style*='background']")
+            source.locator(f"span[data-op='{key}'][style*='background']").first.wait_for(
                 timeout=30_000)
-            assert op_choice.input_value() != "" and \
-                op_choice.locator("option:checked").text_content() == first_key
+            assert {s.get_attribute("data-op") for s in lit.all()} == {key}
+            text = "\n".join(s.text_content() or "" for s in lit.all())
+            assert text.lstrip().startswith(f"# {name} = {op_kind}("), text
+            assert re.search(rf"^\s+{name} (\+)?= ", text, re.M), text
+            assert all(line in written for line in text.split("\n")), text
+            others = [n for _, n in ops if n != name]
+            assert not any(re.search(rf"^\s+{n} = ", text, re.M) for n in others), text
+        shot(page, lit.first, "winner-source.png")
+        # and back: a click on another op's lines chooses it in the chooser and lights it
+        first_key = f"{kernels[0]}/{ops[0][1]}"
+        source.locator(f"span[data-op='{first_key}']").first.click()
+        source.locator(f"span[data-op='{first_key}'][style*='background']").first.wait_for(
+            timeout=30_000)
+        assert op_choice.input_value() != "" and \
+            op_choice.locator("option:checked").text_content() == first_key
 
-            # export: kernel.py (the run's own), the PTX of each of its kernels, the report
-            out.get_by_role("button", name="export the best kernel").click()
-            wrote = out.locator(".widget-html-content", has_text="wrote")
-            wrote.first.wait_for(timeout=60_000)
-            for name in ("kernel.py", "kernel.ptx", "report.html"):
-                assert (folder / name).is_file(), name
-                assert name in wrote.first.inner_text()
-            assert (folder / "kernel.py").read_text() == written
-            ptx = (folder / "kernel.ptx").read_text()
-            assert said["ptx"] == kernels and all(f".entry {k}(" in ptx for k in kernels)
-            assert best in (folder / "report.html").read_text()
-            shot(page, wrote.first, "winner-exported.png")
-        finally:
-            page.screenshot(path=str(OUTPUT / "winner-final.png"), full_page=True)
-            browser.close()
+        # export: kernel.py (the run's own), the PTX of each of its kernels, the report
+        out.get_by_role("button", name="export the best kernel").click()
+        wrote = out.locator(".widget-html-content", has_text="wrote")
+        wrote.first.wait_for(timeout=60_000)
+        for name in ("kernel.py", "kernel.ptx", "report.html"):
+            assert (folder / name).is_file(), name
+            assert name in wrote.first.inner_text()
+        assert (folder / "kernel.py").read_text() == written
+        ptx = (folder / "kernel.ptx").read_text()
+        assert said["ptx"] == kernels and all(f".entry {k}(" in ptx for k in kernels)
+        assert best in (folder / "report.html").read_text()
+        shot(page, wrote.first, "winner-exported.png")
     ran = subprocess.run([sys.executable, "-c", RUN_EXPORTED, str(folder / "kernel.py")],
                          capture_output=True, text=True, timeout=300,
                          env={**os.environ, "TRITON_INTERPRET": "1",
@@ -796,82 +751,73 @@ def test_a_cancelled_run_keeps_its_best_and_what_it_measured(lab):
     """Cancel from the browser during tuning: the page says the cancel took effect; the best
     shown is `result.best`; the finalists never run are "not measured (cancelled)", not
     failures; one word, "best"; the run's replay shows no live controls."""
-    from playwright.sync_api import sync_playwright
-
     write_notebook(lab["home"] / "cancel.ipynb", CANCEL_CELLS)
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=lab["chromium"], args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            open_and_run_all(page, lab, "cancel", "cancel.ipynb")
-            out = outputs(page, 0)
-            held = out.filter(has_text=re.compile(r"held \d+")).first
-            held.wait_for(timeout=300_000)
-            events = int(printed_lines(held)["held"][0])
-            # held where the cell stepped it: paused, that many events in
-            progress = out.locator(".widget-html-content", has_text=f"· {events} events ·")
-            progress.first.wait_for(timeout=300_000)
-            assert progress.first.inner_text().startswith("paused"), progress.first.inner_text()
-            assert controls_shown(out) == list(CONTROLS)
-            out.locator("button.widget-button", has_text="cancel").first.click()
+    with browser_page(lab, "cancelled-final.png") as page:
+        open_and_run_all(page, lab, "cancel", "cancel.ipynb")
+        out = outputs(page, 0)
+        held = out.filter(has_text=re.compile(r"held \d+")).first
+        held.wait_for(timeout=300_000)
+        events = int(printed_lines(held)["held"][0])
+        # held where the cell stepped it: paused, that many events in
+        progress = out.locator(".widget-html-content", has_text=f"· {events} events ·")
+        progress.first.wait_for(timeout=300_000)
+        assert progress.first.inner_text().startswith("paused"), progress.first.inner_text()
+        assert controls_shown(out) == list(CONTROLS)
+        out.locator("button.widget-button", has_text="cancel").first.click()
 
-            printed = outputs(page, 1).filter(has_text="measurements")
-            printed.first.wait_for(timeout=300_000)
-            said = printed_lines(printed.first)
-            best, latency, kind = said["best"]
-            counts = dict(zip(said["finalists"][1::2], said["finalists"][2::2], strict=True))
-            assert said["finalists"][0] == str(sum(int(counts[k]) for k in
-                                                   ("measured", "not_measured")))
-            assert int(counts["measured"]) >= 1 and int(counts["not_measured"]) >= 1, said
-            assert counts["failed"] == "0" and counts["stopped"] == "cancelled", said
-            # the explorer says the cancel took effect, and that the search had finished (the
-            # result's search is complete: tuning is what the cancel stopped)
-            progress = out.locator(".widget-html-content", has_text="after the click").first
-            progress.wait_for(timeout=30_000)
-            assert said["search_complete"] == ["True"], said
-            assert "cancelled after the search finished" in (progress.inner_text() or "")
+        printed = outputs(page, 1).filter(has_text="measurements")
+        printed.first.wait_for(timeout=300_000)
+        said = printed_lines(printed.first)
+        best, latency, kind = said["best"]
+        counts = dict(zip(said["finalists"][1::2], said["finalists"][2::2], strict=True))
+        assert said["finalists"][0] == str(sum(int(counts[k]) for k in
+                                               ("measured", "not_measured")))
+        assert int(counts["measured"]) >= 1 and int(counts["not_measured"]) >= 1, said
+        assert counts["failed"] == "0" and counts["stopped"] == "cancelled", said
+        # the explorer says the cancel took effect, and that the search had finished (the
+        # result's search is complete: tuning is what the cancel stopped)
+        progress = out.locator(".widget-html-content", has_text="after the click").first
+        progress.wait_for(timeout=30_000)
+        assert said["search_complete"] == ["True"], said
+        assert "cancelled after the search finished" in (progress.inner_text() or "")
 
-            # the tuning tab: what was measured, the rest not measured (cancelled) and not
-            # failed, and the best as the result has it
-            out.get_by_role("tab", name="tuning").click()
-            header = out.locator(".widget-html-content", has_text="measurements,").first
-            header.wait_for(timeout=30_000)
-            text = header.inner_text()
-            assert f"{said['measurements'][0]} measurements, 0 failed" in text, text
-            assert f"{counts['not_measured']} not measured (cancelled)" in text, text
-            found = re.search(r"best (\S+): ([0-9.e+-]+) µs \((\w+)\)", text)
-            assert found and found.group(1) == best and found.group(3) == kind, text
-            assert math.isclose(float(found.group(2)), float(latency), rel_tol=1e-3), text
-            assert out.locator(".widget-html-content", has_text="no failed configurations").first \
-                .is_visible()
-            shot(page, header, "cancelled.png")
+        # the tuning tab: what was measured, the rest not measured (cancelled) and not
+        # failed, and the best as the result has it
+        out.get_by_role("tab", name="tuning").click()
+        header = out.locator(".widget-html-content", has_text="measurements,").first
+        header.wait_for(timeout=30_000)
+        text = header.inner_text()
+        assert f"{said['measurements'][0]} measurements, 0 failed" in text, text
+        assert f"{counts['not_measured']} not measured (cancelled)" in text, text
+        found = re.search(r"best (\S+): ([0-9.e+-]+) µs \((\w+)\)", text)
+        assert found and found.group(1) == best and found.group(3) == kind, text
+        assert math.isclose(float(found.group(2)), float(latency), rel_tol=1e-3), text
+        assert out.locator(".widget-html-content", has_text="no failed configurations").first \
+            .is_visible()
+        shot(page, header, "cancelled.png")
 
-            # the candidates tab: the same best, its check not run (and saying why)
-            out.get_by_role("tab", name="candidates").click()
-            head = out.locator(".widget-html-content h4", has_text="best kernel").first
-            head.wait_for(timeout=60_000)
-            assert head.inner_text().startswith(f"best kernel {best} ")
-            numbers = head.locator("xpath=following-sibling::p").first.inner_text()
-            assert numbers.startswith(f"{float(latency):.4g} µs ({kind})"), numbers
-            assert "check: not run: the run was cancelled" in numbers, numbers
-            shot(page, head, "cancelled-best.png")
-            everything = " ".join(o.text_content() or "" for o in out.all())
-            assert not re.search(r"\bchosen\b", everything, re.I)      # one word: "best"
+        # the candidates tab: the same best, its check not run (and saying why)
+        out.get_by_role("tab", name="candidates").click()
+        head = out.locator(".widget-html-content h4", has_text="best kernel").first
+        head.wait_for(timeout=60_000)
+        assert head.inner_text().startswith(f"best kernel {best} ")
+        numbers = head.locator("xpath=following-sibling::p").first.inner_text()
+        assert numbers.startswith(f"{float(latency):.4g} µs ({kind})"), numbers
+        assert "check: not run: the run was cancelled" in numbers, numbers
+        shot(page, head, "cancelled-best.png")
+        everything = " ".join(o.text_content() or "" for o in out.all())
+        assert not re.search(r"\bchosen\b", everything, re.I)      # one word: "best"
 
-            # the replay: the same best, and its search tab (where a live run's controls are)
-            # shows the run's progress and no controls
-            replay = outputs(page, 2)
-            replay.get_by_role("tab", name="candidates").wait_for(timeout=60_000)
-            replay.get_by_role("tab", name="candidates").click()
-            replay.locator(".widget-html-content h4", has_text=f"best kernel {best} ").first \
-                .wait_for(timeout=60_000)
-            replay.get_by_role("tab", name="search").click()
-            shown = replay.locator(".widget-html-content", has_text=" events · ").first
-            shown.wait_for(state="visible", timeout=30_000)
-            assert f"· {said['families'][0]} families (" in shown.inner_text()
-            assert controls_shown(replay) == []
-            shot(page, replay.first, "cancelled-replay.png")
-        finally:
-            page.screenshot(path=str(OUTPUT / "cancelled-final.png"), full_page=True)
-            browser.close()
+        # the replay: the same best, and its search tab (where a live run's controls are)
+        # shows the run's progress and no controls
+        replay = outputs(page, 2)
+        replay.get_by_role("tab", name="candidates").wait_for(timeout=60_000)
+        replay.get_by_role("tab", name="candidates").click()
+        replay.locator(".widget-html-content h4", has_text=f"best kernel {best} ").first \
+            .wait_for(timeout=60_000)
+        replay.get_by_role("tab", name="search").click()
+        shown = replay.locator(".widget-html-content", has_text=" events · ").first
+        shown.wait_for(state="visible", timeout=30_000)
+        assert f"· {said['families'][0]} families (" in shown.inner_text()
+        assert controls_shown(replay) == []
+        shot(page, replay.first, "cancelled-replay.png")
