@@ -10,6 +10,7 @@ Python); `SourceView` draws the source with a chooser of ops: choosing one light
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from dataclasses import dataclass
@@ -119,8 +120,10 @@ _CSS = """
 """
 
 
+@functools.cache
 def _code_widget() -> type:
-    """The drawn source (`value`, its HTML) whose op groups answer clicks (`selected`)."""
+    """The drawn source (`value`, its HTML) whose op groups answer clicks (`selected`): one
+    class, made on first use (anywidget is imported only when a view is drawn)."""
     import anywidget
     import traitlets
 
