@@ -2,13 +2,14 @@
 (issue 17, item 3: no narrowing), on an executor, within a budget: exhaustive or not, and how far.
 
     .venv/bin/python bench/full_vocabulary.py BUDGET_S [WORKLOAD ...] [--executor processes]
-                                              [--workers 2]
+                                              [--workers 2] [--pipeline]
 
 One JSON line per workload: wall seconds, the number of block ops, families generated and kept,
 the stop reason, whether the search was exhaustive, the verdict counts and the best candidate.
 The block vocabulary is the op table's block ops that are in Prism's default or in the program
 (in the op table's order); a block may read every input of the program, as `superoptimize`
-allows.
+allows. With `--pipeline` the rest of the config is `superoptimize`'s own
+(`pipeline.search_config_for`: the split move on) and only the vocabulary is widened.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 
+from prism.pipeline import search_config_for
 from prism.search import SearchConfig, search
 from prism.search.config import BLOCK_OPS, BLOCK_VOCABULARY
 from prism.search.executors import Executor
-from prism.workloads import WORKLOADS, get_workload
+from prism.workloads import WORKLOADS, VARIANTS, get_workload
 
 
 def main() -> None:
@@ -29,14 +32,18 @@ def main() -> None:
     parser.add_argument("workloads", nargs="*")
     parser.add_argument("--executor", default="processes")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--pipeline", action="store_true",
+                        help="superoptimize's config (the split move on), full vocabulary")
     args = parser.parse_args()
     where = Executor(args.executor, args.workers)
-    for name in args.workloads or list(WORKLOADS):
+    for name in args.workloads or [*WORKLOADS, *VARIANTS]:
         graph = get_workload(name).graph
         used = {op.kind for op in graph.ops}
         ops = tuple(o for o in BLOCK_VOCABULARY if o in set(BLOCK_OPS) | used)
         config = SearchConfig(budget_s=args.budget, max_block_inputs=max(3, len(graph.inputs)),
                               block_ops=ops)
+        if args.pipeline:
+            config = replace(search_config_for(graph, args.budget), block_ops=ops)
         start = time.perf_counter()
         result = search(graph, config, label=name, executor=where)
         s = result.summary()
@@ -44,7 +51,9 @@ def main() -> None:
                           "ops": len(ops), "gen": s["families"]["generated"],
                           "kept": s["families"]["kept"], "stop": s["stop_reason"],
                           "exh": s["exhaustive"], "verdicts": s["verdicts"],
-                          "best": s["best"]}), flush=True)
+                          "best": s["best"], "pruned": s["families"]["pruned"],
+                          "best_us": None if result.best is None else result.best.modeled_us}),
+              flush=True)
 
 
 if __name__ == "__main__":

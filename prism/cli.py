@@ -279,6 +279,8 @@ def _search_config(args: argparse.Namespace, base: Any = None) -> Any:
         kw["accumulators"] = tuple(args.accumulators.split(","))
     if args.split_loops is not None:
         kw["split_loops"] = args.split_loops
+    if getattr(args, "member_bound", None) is not None:
+        kw["member_bound"] = args.member_bound
     if getattr(args, "trace_graphs", False):
         kw["record_graphs"] = True
     kw["order"] = getattr(args, "order", "canonical")
@@ -992,6 +994,10 @@ def _search_arguments(sp: argparse.ArgumentParser) -> None:
                     help="also try each proved one-kernel program with its summing loop split "
                     "across blocks and a second kernel (split-key attention); on for "
                     "`optimize`, off for `search` (Prism's caps)")
+    sp.add_argument("--member-bound", action=argparse.BooleanOptionalAction, default=None,
+                    help="branch and bound on each complete program's best modeled member, "
+                    "before it is verified (prunes in a one-kernel search; costs a search of "
+                    "the tuner's sizes per member)")
     sp.add_argument("--grid-dims", type=_grid_dims, help="grid-dim counts to try, e.g. 1,2")
     sp.add_argument("--block-ops", help="block vocabulary, comma-separated")
     sp.add_argument("--kernel-ops", help="pre-defined kernel ops to allow, comma-separated")

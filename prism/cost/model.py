@@ -233,6 +233,16 @@ def lower_bound_us(graph: KernelGraph, device: DeviceSpec) -> float:
                for op in _kernels(graph))
 
 
+def memory_floor_us(graph: KernelGraph, device: DeviceSpec) -> float:
+    """`lower_bound_us` without its FLOPs: one launch and the kernel tensors each kernel reads
+    and writes once over HBM bandwidth. Below the modeled latency of any program that reads
+    these inputs and writes these outputs in at least as many launches, however its kernels
+    split the work (each launch moves its share of those tensors at most at full bandwidth)."""
+    sizes = _Sizes(graph, device.dtype_bytes)
+    return sum(_memory_us(_kernel_io_bytes(sizes, op), device.mem_bw_gbps) + device.launch_us
+               for op in _kernels(graph))
+
+
 def next_kernel_us(written: Sequence[Sequence[int]], device: DeviceSpec) -> float:
     """A lower bound of what the kernels a partial program still needs add to its latency,
     when they must write tensors of these shapes (outputs nothing has computed yet): at least

@@ -29,7 +29,7 @@ from typing import Any
 
 from prism.cost.devices import DeviceSpec
 from prism.errors import PrismError
-from prism.ir.dims import evaluate
+from prism.ir.dims import DimExprError, evaluate
 from prism.ir.graph import KernelGraph
 from prism.ir.ops import OPS
 from prism.ir.serialize import graph_to_json
@@ -232,9 +232,20 @@ def feasible_assignments(graph: KernelGraph, device: DeviceSpec) -> list[dict[st
     for combo in itertools.islice(itertools.product(values, repeat=len(names)),
                                   _MAX_ASSIGNMENTS):
         env = dict(zip(names, combo, strict=True))
-        if not problems(graph, env) and within_limits(graph, env, device):
+        if _fits(graph, env, device):
             out.append(env)
     return out
+
+
+def _fits(graph: KernelGraph, env: dict[str, int], device: DeviceSpec) -> bool:
+    """Well-formed (`problems`) and within the device's limits. The limits first: they read
+    only tile sizes and cost a fifth of the spec check, and most assignments exceed them."""
+    try:
+        if not within_limits(graph, env, device):
+            return False
+    except DimExprError:
+        pass                    # a quotient that does not divide: the spec check says so
+    return not problems(graph, env)
 
 
 def within_limits(graph: KernelGraph, env: dict[str, int], device: DeviceSpec) -> bool:

@@ -88,6 +88,13 @@ class SearchConfig:
     # whatever `max_custom_kernels` says; verified as every candidate is. Off in Prism's
     # defaults.
     split_loops: bool = False
+    # cost_bound's bound of a complete program of one custom kernel (`pruning.family_bound_us`):
+    # the best modeled member over the tuner's sizes, or, when the split move applies to a
+    # member, its launch and bytes (what any program the move makes of it costs at least). The
+    # bound then reads the family's grid, loop and maps, not only its kernel tensors, so it
+    # prunes in a one-kernel search. Off by default: finding a member's best assignment costs
+    # about what verifying the member costs (`bench/results/...-member-bound.json`).
+    member_bound: bool = False
     # The order a node tries its children in (`prism.search.order`): "canonical" (the
     # generator's own), "analytic" (by the family's modeled lower bound), or an `Order`
     # (the learned one: `prism.learn.learned_order()`). Only the order: the same programs are
@@ -178,6 +185,7 @@ class SearchConfig:
                 **({"user_rules": [name for name, _ in self.rules]} if self.rules else {}),
                 **({"concrete": sorted(self.concrete)} if self.concrete else {}),
                 **({"split_loops": True} if self.split_loops else {}),
+                **({"member_bound": True} if self.member_bound else {}),
                 **({"order": self.order_name} if self.order_name != "canonical" else {})}
 
     @property

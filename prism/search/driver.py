@@ -52,6 +52,7 @@ from prism.search.maps import (
     with_blocks,
 )
 from prism.search.pruning import (
+    MAP_LIMIT,
     Context,
     Family,
     Pruned,
@@ -75,7 +76,6 @@ from prism.verify.translate import leaf
 if TYPE_CHECKING:
     from prism.search.executors import Executor
 
-MAP_LIMIT = 512     # concrete-map members verified per complete family
 SPLIT_GRACE = 0.1   # of the budget: the split move after a search its time budget stopped
 
 

@@ -192,13 +192,7 @@ class Generator:
 
     def _outputs(self, kernel: KernelState) -> tuple[int, ...] | None:
         """The kernel tensors that compute the target's outputs (latest first), if all do."""
-        found: dict[int, int] = {}
-        for i in range(len(kernel.tensors) - 1, kernel.num_inputs - 1, -1):
-            k = self.ctx.output_index(kernel.tensors[i])
-            if k is not None and k not in found:
-                found[k] = i
-        n = len(self.ctx.target.roots)
-        return tuple(found[k] for k in range(n)) if len(found) == n else None
+        return self.ctx.outputs(kernel)
 
     def _kernel_extensions(self, kernel: KernelState) -> Iterator[tuple[object, ...]]:
         n = len(kernel.tensors)

@@ -96,6 +96,16 @@ class Context:
             return next((i for i, s in enumerate(shapes) if s == tensor.shape), None)
         return self.target.output_index(tensor.term)
 
+    def outputs(self, kernel: KernelState) -> tuple[int, ...] | None:
+        """The kernel tensors that compute the target's outputs (latest first), if all do."""
+        found: dict[int, int] = {}
+        for i in range(len(kernel.tensors) - 1, kernel.num_inputs - 1, -1):
+            k = self.output_index(kernel.tensors[i])
+            if k is not None and k not in found:
+                found[k] = i
+        n = len(self.target.roots)
+        return tuple(found[k] for k in range(n)) if len(found) == n else None
+
     def last_kernel(self, kernel: KernelState) -> bool:
         """No kernel can follow the one just finished (or being built)."""
         cfg = self.config
@@ -251,16 +261,63 @@ def family_bound_us(fam: Family, ctx: Context) -> float:
     program costs a launch more than any one-kernel program. It is sound in every search; a
     search of one custom kernel and pre-defined kernel ops does not add it yet (it would cut
     notebook 03's search from 3,154 families to 658, whose text and oracles are written for
-    the former)."""
+    the former).
+
+    With `SearchConfig.member_bound`, a close family of a one-kernel search that computes
+    every target output is one program (nothing follows it: `Generator.kernel_level`), and its
+    bound is its members' (`members_bound_us`)."""
     from prism.cost import lower_bound_us, next_kernel_us
     device = ctx.config.device
     if ctx.config.max_custom_kernels < 2:
-        return lower_bound_us(fam.graph, device)
+        bound = lower_bound_us(fam.graph, device)
+        if ctx.config.member_bound and fam.level == "close":
+            outputs = ctx.outputs(fam.kernel)
+            if outputs is not None:
+                bound = max(bound, members_bound_us(fam.kernel, outputs, ctx))
+        return bound
     kernel = fam.kernel
     done = {ctx.output_index(t) for t in kernel.tensors[kernel.num_inputs:]}
     missing = [tuple(d.value for d in shape)
                for i, shape in enumerate(ctx.target.output_shapes) if i not in done]
     return lower_bound_us(fam.graph, device) + next_kernel_us(missing, device)
+
+
+MAP_LIMIT = 512     # concrete-map members verified per complete family
+
+
+def members_bound_us(kernel: KernelState, outputs: tuple[int, ...], ctx: Context) -> float:
+    """The least modeled latency any program of a complete family can reach: over the members
+    the search verifies (its map instantiations, `MAP_LIMIT` of them), each member's best
+    assignment over the tuner's sizes (`audit.best_assignment`, the number the incumbent is),
+    or, when the split move (`SearchConfig.split_loops`) makes a program of that member, the
+    member's memory floor instead (`memory_floor_us`: one launch and its kernel tensors once
+    over HBM), below what any program the move makes costs: that program reads the member's
+    inputs and writes its outputs, in one kernel or two. A member that fits the device at no
+    assignment is no program and bounds nothing (inf)."""
+    from prism.cost import memory_floor_us
+    from prism.search.audit import best_assignment
+    from prism.search.maps import instantiate
+    graph = kernel.graph(outputs, name="bound")
+    device = ctx.config.device
+    fixed = ctx.config.concrete & {"imap", "fmap", "omap"}
+    members = list(instantiate(graph, kernel.equalities, limit=MAP_LIMIT, fixed=fixed))
+    if ctx.config.split_loops and any(_moved(m) for m in members):
+        # the members share their kernel tensors, so this floor is the family's (and below
+        # `lower_bound_us`, which adds FLOPs): the bound says nothing more
+        return memory_floor_us(graph, device)
+    bound = float("inf")
+    for member in members:
+        best = best_assignment(member, device)
+        if best is not None:
+            bound = min(bound, best[0])
+    return bound
+
+
+def _moved(member: KernelGraph) -> bool:
+    """Whether one of the split pass's moves makes a program of this member."""
+    from prism.search.split import split_loop, split_softmax, stream_softmax
+    return any(move(member)[0] is not None
+               for move in (split_loop, stream_softmax, split_softmax))
 
 
 def cost_bound_prune(bound: float, incumbent_us: float, incumbent_id: str | None,
