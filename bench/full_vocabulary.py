@@ -23,7 +23,7 @@ from prism.pipeline import search_config_for
 from prism.search import SearchConfig, search
 from prism.search.config import BLOCK_OPS, BLOCK_VOCABULARY
 from prism.search.executors import Executor
-from prism.workloads import WORKLOADS, VARIANTS, get_workload
+from prism.workloads import VARIANTS, WORKLOADS, get_workload
 
 
 def main() -> None:
