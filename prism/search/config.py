@@ -93,7 +93,7 @@ class SearchConfig:
     # member, its launch and bytes (what any program the move makes of it costs at least). The
     # bound then reads the family's grid, loop and maps, not only its kernel tensors, so it
     # prunes in a one-kernel search. Off by default: finding a member's best assignment costs
-    # about what verifying the member costs (`bench/results/...-member-bound.json`).
+    # about what verifying the member costs (`bench/results/2026-12-03-member-bound.json`).
     member_bound: bool = False
     # The order a node tries its children in (`prism.search.order`): "canonical" (the
     # generator's own), "analytic" (by the family's modeled lower bound), or an `Order`
