@@ -286,14 +286,15 @@ MAP_LIMIT = 512     # concrete-map members verified per complete family
 
 
 def members_bound_us(kernel: KernelState, outputs: tuple[int, ...], ctx: Context) -> float:
-    """The least modeled latency any program of a complete family can reach: over the members
-    the search verifies (its map instantiations, `MAP_LIMIT` of them), each member's best
-    assignment over the tuner's sizes (`audit.best_assignment`, the number the incumbent is),
-    or, when the split move (`SearchConfig.split_loops`) makes a program of that member, the
-    member's memory floor instead (`memory_floor_us`: one launch and its kernel tensors once
-    over HBM), below what any program the move makes costs: that program reads the member's
-    inputs and writes its outputs, in one kernel or two. A member that fits the device at no
-    assignment is no program and bounds nothing (inf)."""
+    """The least modeled latency any program of a complete family can reach, over the members
+    the search verifies (its map instantiations, `MAP_LIMIT` of them): each member's best
+    assignment over the tuner's sizes (`audit.best_assignment`, the number an incumbent is).
+    When the split move (`SearchConfig.split_loops`) makes a program of any member, the
+    family's memory floor instead (`memory_floor_us`: one launch and its kernel tensors once
+    over HBM), below what any program the move makes costs: it reads the member's inputs and
+    writes its outputs, in one kernel or two. A member that fits the device at no assignment
+    is no program and is left out; a family none of whose members fits is bounded by 0 (the
+    other rules and the verifier decide it)."""
     from prism.cost import memory_floor_us
     from prism.search.audit import best_assignment
     from prism.search.maps import instantiate
@@ -305,12 +306,8 @@ def members_bound_us(kernel: KernelState, outputs: tuple[int, ...], ctx: Context
         # the members share their kernel tensors, so this floor is the family's (and below
         # `lower_bound_us`, which adds FLOPs): the bound says nothing more
         return memory_floor_us(graph, device)
-    bound = float("inf")
-    for member in members:
-        best = best_assignment(member, device)
-        if best is not None:
-            bound = min(bound, best[0])
-    return bound
+    bests = [best[0] for best in (best_assignment(m, device) for m in members) if best]
+    return min(bests, default=0.0)
 
 
 def _moved(member: KernelGraph) -> bool:

@@ -13,9 +13,12 @@ from dataclasses import replace
 from prism.cost import get_device, memory_floor_us, modeled
 from prism.ir.spec import substitute_graph
 from prism.search import audit, search
-from prism.search.audit import feasible_assignments
+from prism.search.audit import best_assignment, feasible_assignments
 from prism.search.executors import Executor
+from prism.search.maps import instantiate
+from prism.search.pruning import members_bound_us
 from prism.search.split import split_loop
+from prism.trace import FamilyGenerated, FamilyPruned, Tracer
 
 from .test_executors import outcome
 
@@ -48,6 +51,28 @@ def test_the_member_bound_prunes_and_keeps_the_best(cases):
     assert all(theirs.get(key) == verdict for key, verdict in mine.items() if key in theirs)
 
 
+def test_no_program_below_a_prune_is_faster_than_its_bound(cases):
+    """Each prune's claim, held against the search without the bound: every program it proved
+    in the pruned family, and every split program made of one of them (a family of its own
+    under it), models at least at the prune's lower bound."""
+    graph = cases.small("attention").graph
+    tracer, bound_tracer = Tracer(), Tracer()
+    plain = search(graph, _config(cases), tracer=tracer)
+    search(graph, _config(cases, member_bound=True), tracer=bound_tracer)
+    parent = {e.id: e.parent for e in tracer.events if isinstance(e, FamilyGenerated)}
+    prunes = [e for e in bound_tracer.events
+              if isinstance(e, FamilyPruned) and e.rule == "cost_bound"]
+    assert prunes
+    checked = 0
+    for prune in prunes:
+        for cand in plain.candidates:
+            if cand.modeled_us is None or prune.id not in (cand.family, parent.get(cand.family)):
+                continue
+            checked += 1
+            assert cand.modeled_us >= prune.evidence["lower_bound_us"] * (1 - 1e-9), cand.id
+    assert checked > 0
+
+
 def test_the_member_bound_prunes_no_faster_program(cases):
     report = audit(cases.small("attention").graph, "cost_bound",
                    _config(cases, member_bound=True), label="attention")
@@ -77,3 +102,30 @@ def test_the_memory_floor_is_below_every_split_program(cases):
         assert envs
         for env in envs:
             assert floor <= modeled(substitute_graph(program, env), H100).latency_us
+
+
+def test_a_family_the_split_move_takes_is_bounded_by_its_memory_floor(cases):
+    """Read at every complete program of a search (a rule of our own that prunes nothing): a
+    family with a member the split move takes is bounded by the family's memory floor, not by
+    its members' best assignments (its split programs may beat them); any other by its best
+    member, found again here by enumeration."""
+    seen = {"split": 0, "whole": 0}
+
+    def watch(ctx, fam):
+        outputs = ctx.outputs(fam.kernel) if fam.level == "close" else None
+        if outputs is None:
+            return None
+        graph = fam.kernel.graph(outputs, name="watched")
+        members = list(instantiate(graph, fam.kernel.equalities))
+        bound = members_bound_us(fam.kernel, outputs, ctx)
+        if any(split_loop(m)[0] is not None for m in members):
+            seen["split"] += 1
+            assert bound == memory_floor_us(graph, H100)
+        else:
+            seen["whole"] += 1
+            bests = [b[0] for m in members if (b := best_assignment(m, H100)) is not None]
+            assert bound == min(bests, default=0.0)
+        return None
+
+    search(cases.small("attention").graph, _config(cases, rules=(("watch", watch),)))
+    assert seen["split"] > 0 and seen["whole"] > 0
