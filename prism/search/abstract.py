@@ -21,7 +21,8 @@ was pruned.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from prism.expr.axioms import rules
@@ -68,6 +69,7 @@ class AbstractTarget:
         self.saturated = self.report.stop_reason == "saturated"
         self._memo: dict[Term, int | None] = {}
         self.attr_choices = _attr_choices(target)
+        self._reach: dict[frozenset[str], dict[int, int]] = {}
 
     def choices(self, kind: str) -> list[dict[str, object]]:
         """The attributes the search tries for op `kind`: none for an op without attributes;
@@ -85,6 +87,15 @@ class AbstractTarget:
             found = self.egraph.lookup(term)
             self._memo[term] = None if found is None else self.egraph.find(found)
         return self._memo[term]
+
+    def reach(self, kinds: Iterable[str]) -> dict[int, int]:
+        """Each class's distance to the target's outputs, in ops of `kinds` (`distances`): at
+        least how many ops a program must still apply to a tensor of that class before its
+        result is a target output. Classes no output contains are absent."""
+        free = inner_heads(kinds, self.choices)
+        if free not in self._reach:
+            self._reach[free] = distances(self.egraph, self.roots, free)
+        return self._reach[free]
 
     def output_index(self, term: Term) -> int | None:
         """Which target output `term` equals under the axioms, if any."""
@@ -141,3 +152,47 @@ def op_term(kind: str, args: Sequence[Term], rank: int, attrs: dict[str, object]
     if OPS[kind].category in ("io", "custom"):
         raise ValueError(f"{kind} has no abstract expression of its own")
     return compute_term(kind, list(args), rank, attrs)
+
+
+def inner_heads(kinds: Iterable[str], choices: Callable[[str], list[dict[str, object]]]
+                ) -> frozenset[str]:
+    """The heads an op of `kinds` (with each of its attribute choices) puts below the top of
+    its abstract expression: `red_ld_rms` makes sqrt(mean(square x)), so `mean` and `square`
+    (and `add_scalar` with an epsilon) are inner. An op adds one top node and only inner ones
+    below it, so a path of terms in which only heads outside this set count is at most as long
+    as the number of ops that built it."""
+    inner: set[str] = set()
+    for kind in kinds:
+        if kind == "redtox_ld_sum":
+            continue        # it sums split tiles only, whose sum's term is the tile's (`probe`)
+        args = [leaf(f"_v{i}") for i in range(max(OPS[kind].arity, 1))]
+        for attrs in choices(kind):     # none: an attribute the target lacks, never tried
+            top = op_term(kind, args, 2, dict(attrs))
+            inner.update(t.head for _, t in top.subterms()
+                         if t.args and t is not top)
+    return frozenset(inner)
+
+
+def distances(egraph: EGraph, roots: Sequence[int], free: frozenset[str]) -> dict[int, int]:
+    """Shortest distance from each class to a root class, downward through e-nodes: a step
+    through an e-node costs 0 when its head is in `free`, else 1 (Dijkstra on 0/1 weights).
+
+    Why it bounds the ops still to come: a tensor that ends in a stored output has its term as
+    a subterm of the output's term, and when the output's term is represented in the e-graph
+    every subterm on the way down is too, node by node (`EGraph.lookup` is structural); each
+    op between them adds one counted node at most (`inner_heads`)."""
+    best: dict[int, int] = {}
+    heap = [(0, egraph.find(r)) for r in roots]
+    heapq.heapify(heap)
+    while heap:
+        d, cls = heapq.heappop(heap)
+        if cls in best:
+            continue
+        best[cls] = d
+        for node in egraph.nodes(cls):
+            step = d + (node.head not in free)
+            for child in node.children:
+                child = egraph.find(child)
+                if child not in best:
+                    heapq.heappush(heap, (step, child))
+    return best

@@ -319,10 +319,12 @@ class _Run:
             self.abstract.inputs)
         # With a rule that reads the target's e-graph off (or audited), outputs are found by
         # shape and the verifier alone decides, so an audit does not lean on what it audits.
+        # (`out_of_reach` rests on the outputs the e-graph tells: audited, it is evaluated
+        # against completions told by shape; off, it changes nothing else.)
         egraph_rules = {"abstract_expression", "dead_end_output"}
         self.ctx = Context(self.abstract, config, frozenset(needed),
                            shape_outputs=bool(egraph_rules & set(config.disabled))
-                           or observe in egraph_rules, observed=observe)
+                           or observe in egraph_rules | {"out_of_reach"}, observed=observe)
         self.observe = observe
         self.observed: list[tuple[Family, Pruned]] = []
         self.stop_reason: str | None = None

@@ -63,6 +63,8 @@ from prism.search.pruning import (
     abstract_miss,
     cannot_close,
     cannot_close_counts,
+    out_of_reach,
+    reach_miss,
 )
 from prism.search.state import BlockState, KernelState, Tensor
 
@@ -102,9 +104,10 @@ class Generator:
         # audit of another rule never evaluates its rule on a family these prune: they come
         # first; the family still takes the mark of an observed prune above it).
         # The two rules must be the built-ins (a test or notebook may swap a rule in RULES).
-        self.quick = observe not in ("cannot_close", "abstract_expression") and \
-            not config.record_graphs and RULES.get("cannot_close") is cannot_close and \
-            RULES.get("abstract_expression") is abstract_expression
+        self.quick = observe not in ("cannot_close", "abstract_expression", "out_of_reach") \
+            and not config.record_graphs and RULES.get("cannot_close") is cannot_close and \
+            RULES.get("abstract_expression") is abstract_expression and \
+            RULES.get("out_of_reach") is out_of_reach
         self.rank = resolve(config.order)      # None: the canonical order (`_order`'s)
 
     # -- driving ---------------------------------------------------------------------------
@@ -287,8 +290,8 @@ class Generator:
                   operands: tuple[int, ...], accumulator: bool, attrs: dict[str, object],
                   parent: str) -> bool:
         """Decide a block op's family before building it, when the first rule that would
-        prune it is `cannot_close` or `abstract_expression` (the two rules that read only the
-        op count, the waiting tensors and the new tensor's abstract expression): emit it
+        prune it is `cannot_close`, `abstract_expression` or `out_of_reach` (the rules that
+        read only the op count, the waiting tensors and their abstract expressions): emit it
         generated and pruned exactly as `visit` would, and say True. Most families end so,
         and building their states was most of the search's time. ShapeError when the op does
         not fit (no family, as `extend`). Off when graphs are recorded or those rules audited."""
@@ -302,6 +305,10 @@ class Generator:
         name = block.name_of(kind)
         if pruned is None and "abstract_expression" not in self.cfg.disabled:
             pruned = abstract_miss(self.ctx, name, term)
+        if pruned is None and "out_of_reach" not in self.cfg.disabled:
+            pruned = reach_miss(self.ctx, kernel, block.compute_ops + 1, [
+                *((block.tensors[i].name, block.tensors[i].term) for i in block.open_tensors
+                  if i not in operands), (name, term)])
         if pruned is None:
             return False
         if self.cb.should_stop():

@@ -4,8 +4,8 @@
                 block ops, each in vocabulary order; custom kernels reading most inputs first
     analytic    by a modeled estimate of each child: its family's lower bound
                 (`pruning.family_bound_us`, the bound `cost_bound` reads), children that the
-                first two rules will prune at once (`cannot_close`, `abstract_expression`:
-                they read only counts and the new tensor's expression) last
+                first rules will prune at once (`cannot_close`, `abstract_expression`,
+                `out_of_reach`: they read only counts and expressions) last
     learned     by a trained evaluator's estimate of the best latency reachable below each child
                 (`prism.learn.learned_order()`: built outside the search, which never imports
                 torch, and passed in as `SearchConfig(order=...)`)
@@ -32,6 +32,7 @@ from prism.search.pruning import (
     abstract_miss,
     cannot_close_counts,
     family_bound_us,
+    out_of_reach,
 )
 from prism.search.state import BlockState, KernelState
 
@@ -85,15 +86,16 @@ def child_family(kernel: KernelState, block: BlockState | None, ext: Extension
 
 
 def doomed(ctx: Context, fam: Family) -> bool:
-    """Whether `cannot_close` or `abstract_expression` prunes this block family at once (what
-    the generator's fast path decides before building it)."""
+    """Whether `cannot_close`, `abstract_expression` or `out_of_reach` prunes this block family
+    at once (what the generator's fast path decides before building it)."""
     if fam.level != "block" or fam.block is None or fam.new is None:
         return False
     disabled = ctx.config.disabled
     return ("cannot_close" not in disabled and cannot_close_counts(
         ctx, fam.block.compute_ops, len(fam.block.open_tensors)) is not None) or \
         ("abstract_expression" not in disabled and
-         abstract_miss(ctx, fam.new.name, fam.new.term) is not None)
+         abstract_miss(ctx, fam.new.name, fam.new.term) is not None) or \
+        ("out_of_reach" not in disabled and out_of_reach(ctx, fam) is not None)
 
 
 class AnalyticOrder:

@@ -15,6 +15,9 @@ order of cost, each switchable off by name (`SearchConfig.disabled`), each audit
                                         is no target output (read in the target's e-graph)
     abstract_expression  no_equivalent  the new tensor is not a subexpression of the target
                                         under the axioms (`prism.search.abstract`)
+    out_of_reach         no_equivalent  in the last kernel the caps allow, a tensor waiting
+                                        for a consumer is further from the target's output in
+                                        its e-graph than the ops left can go (`reach_miss`)
     hardware             no_feasible    no assignment of grid sizes, loop range and map bits
                                         fits the device (z3; the unsat core is the evidence)
     cost_bound           not_better     a lower bound of the family's modeled latency over
@@ -32,7 +35,7 @@ same operands twice, so no rule needs to prune a duplicate tensor.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -105,6 +108,12 @@ class Context:
                 found[k] = i
         n = len(self.target.roots)
         return tuple(found[k] for k in range(n)) if len(found) == n else None
+
+    @cached_property
+    def reach(self) -> dict[int, int]:
+        """Each class's distance to the target's outputs in the block ops this search tries
+        (`AbstractTarget.reach`)."""
+        return self.target.reach(_reach_kinds(self.config))
 
     def last_kernel(self, kernel: KernelState) -> bool:
         """No kernel can follow the one just finished (or being built)."""
@@ -212,6 +221,68 @@ def abstract_miss(ctx: Context, name: str, term: Term) -> Pruned | None:
                   f"{name} = {term} is not a subexpression of the target under "
                   f"the axioms{_limit_note(ctx)}",
                   {**ctx.target.evidence(term), "claim": _egraph_claim(ctx)})
+
+
+def out_of_reach(ctx: Context, fam: Family) -> Pruned | None:
+    if fam.level != "block" or fam.block is None:
+        return None
+    block = fam.block
+    return reach_miss(ctx, fam.kernel, block.compute_ops,
+                      [(block.tensors[i].name, block.tensors[i].term)
+                       for i in block.open_tensors])
+
+
+def reach_applies(ctx: Context, kernel: KernelState) -> bool:
+    """Whether `out_of_reach` reads a block graph opened on `kernel`: it is the last kernel the
+    caps allow and stores one tensor, which must then be a target output (`dead_end_output`),
+    so every tensor waiting in it ends inside that output's term."""
+    if ctx.shape_outputs and ctx.observed != "out_of_reach":
+        return False        # the e-graph rules are off: outputs are told by shape
+    return ctx.config.max_block_outputs == 1 and ctx.last_kernel(
+        replace(kernel, kernels=kernel.kernels + 1, custom=kernel.custom + 1))
+
+
+def reach_miss(ctx: Context, kernel: KernelState, compute_ops: int,
+               pending: list[tuple[str, Term]]) -> Pruned | None:
+    """`out_of_reach` on a block graph of `compute_ops` ops whose waiting tensors are
+    `pending`. Each waiting tensor is consumed on the way to the one stored tensor, so its
+    term is a subterm of that tensor's term, which is a target output; in the target's
+    e-graph its class is then at most as far from an output class as the ops that follow it
+    (`AbstractTarget.reach`). A tensor whose class is further than the ops left under the cap
+    ends no program. A term the e-graph lacks is left to `abstract_expression`."""
+    if not reach_applies(ctx, kernel):
+        return None
+    remaining = ctx.config.max_block_ops - compute_ops
+    reach = ctx.reach
+    far, farthest = -1, None
+    for name, term in pending:
+        cls = ctx.target.lookup(term)
+        if cls is None:
+            continue
+        d = reach.get(cls, _BELOW_NONE)
+        if d > far:
+            far, farthest = d, (name, term)
+    if farthest is None or far <= remaining:
+        return None
+    name, term = farthest
+    how_far = "below no output" if far == _BELOW_NONE else f"{far} op(s) from the output"
+    return Pruned("out_of_reach",
+                  f"{name} = {term} waits for a consumer, and in the "
+                  f"target's e-graph it is {how_far}, but only {remaining} "
+                  f"more fit the cap of {ctx.config.max_block_ops}{_limit_note(ctx)}",
+                  {**ctx.target.evidence(term), "tensor": name,
+                   "distance": None if far == _BELOW_NONE else far, "remaining": remaining,
+                   "cap": ctx.config.max_block_ops,
+                   "ops": [[kind, attrs] for kind in _reach_kinds(ctx.config)
+                           for attrs in ctx.target.choices(kind)],
+                   "claim": _egraph_claim(ctx)})
+
+
+_BELOW_NONE = 1 << 30      # a class in no output's term: no number of ops reaches an output
+
+
+def _reach_kinds(config: Any) -> tuple[str, ...]:
+    return (*config.block_ops, *config.accumulators)
 
 
 def leaves(term: Term) -> set[str]:
@@ -334,6 +405,7 @@ RULES: dict[str, Rule] = {
     "dead_end_inputs": dead_end_inputs,
     "dead_end_output": dead_end_output,
     "abstract_expression": abstract_expression,
+    "out_of_reach": out_of_reach,
     "hardware": hardware,
     "cost_bound": cost_bound,
 }

@@ -8,6 +8,11 @@
                                equals the recorded one, and the recorded target's terms,
                                saturated again under the axiom table, do not hold it
     prune dead_end_output      the same expression is in no class of a target output
+    prune out_of_reach         the named tensor waits in the state's block graph with the
+                               recorded expression, the ops left are the recorded cap less the
+                               state's ops, and in the target's terms saturated again its class
+                               is further from an output than that (distances recomputed for
+                               the recorded ops)
     prune hardware             the unsat core's constraints, built again from the state's graph
                                for the recorded device, are unsatisfiable together (z3)
     prune cost_bound           the cost model's lower bound of the state's graph, recomputed,
@@ -113,6 +118,44 @@ def _dead_end_output(state: State, ev: dict[str, Any]) -> str | None:
     return None
 
 
+def _out_of_reach(state: State, ev: dict[str, Any]) -> str | None:
+    from prism.search.abstract import distances, inner_heads
+    block = state.block
+    if block is None:
+        return "out_of_reach on a state with no open block graph"
+    waiting = {block.tensors[i].name: block.tensors[i] for i in block.open_tensors}
+    tensor = waiting.get(ev["tensor"])
+    if tensor is None:
+        return f"{ev['tensor']} does not wait for a consumer in the state"
+    if str(tensor.term) != ev["expression"]:
+        return f"{ev['tensor']} is {tensor.term}, the evidence says {ev['expression']}"
+    remaining = ev["cap"] - block.compute_ops
+    if remaining != ev["remaining"]:
+        return f"{remaining} ops are left under the cap, the evidence says {ev['remaining']}"
+    if ev.get("claim") == "no_equivalent" and not ev.get("saturated"):
+        return "claims no_equivalent from a target e-graph that did not saturate"
+    target = _target(state, ev)
+    found = target.egraph.lookup(tensor.term)
+    if found is None:
+        return f"{ev['expression']} is not in the target's e-graph: nothing to measure"
+    choices = _tried(ev)
+    far = distances(target.egraph, target.roots, inner_heads(
+        [kind for kind, _ in ev["ops"]], choices)).get(
+        target.egraph.find(found))
+    if far is not None and far <= remaining:     # None: below no output at all
+        return f"{ev['expression']} is {far} op(s) from an output, within the {remaining} left"
+    return None
+
+
+def _tried(ev: dict[str, Any]) -> Callable[[str], list[dict[str, Any]]]:
+    """The ops the search tried, each with each attribute set it tried (the evidence's
+    `ops`: [kind, attrs] pairs), as `inner_heads` reads them."""
+    tried: dict[str, list[dict[str, Any]]] = {}
+    for kind, attrs in ev["ops"]:
+        tried.setdefault(kind, []).append(dict(attrs))
+    return lambda kind: tried.get(kind, [])
+
+
 class _Saturated:
     def __init__(self, terms: tuple[Term, ...], shapes: tuple[tuple[str, Any], ...]):
         from prism.expr.axioms import rules
@@ -179,6 +222,7 @@ PRUNE_CHECKS: dict[str, Check] = {
     "dead_end_inputs": _dead_end_inputs,
     "abstract_expression": _abstract_expression,
     "dead_end_output": _dead_end_output,
+    "out_of_reach": _out_of_reach,
     "hardware": _hardware,
     "cost_bound": _cost_bound,
 }

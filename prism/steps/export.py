@@ -230,7 +230,8 @@ def _prune_rationale(rule: str, ev: dict[str, Any]) -> dict[str, Any]:
     """The rule, its claim and the one or two numbers or terms it rests on (from `ev` only)."""
     keys = {"cannot_close": ("pending", "remaining"), "dead_end_inputs": ("missing",),
             "abstract_expression": ("expression", "saturated"),
-            "dead_end_output": ("expression", "shape"), "hardware": ("unsat_core",),
+            "dead_end_output": ("expression", "shape"),
+            "out_of_reach": ("expression", "distance", "remaining"), "hardware": ("unsat_core",),
             "cost_bound": ("lower_bound_us", "incumbent_us")}.get(rule, ())
     return {"rule": rule, "claim": ev.get("claim"),
             "because": {k: ev[k] for k in keys if k in ev}}

@@ -52,7 +52,7 @@ def test_an_unsaturated_target_claims_no_prune(cases):
     result = search(cases.small("ntrans").graph,
                     cases.reduced("ntrans", max_block_ops=4, abstract_limits=small),
                     tracer=tracer, label="ntrans")
-    egraph_rules = {"abstract_expression", "dead_end_output"}
+    egraph_rules = {"abstract_expression", "dead_end_output", "out_of_reach"}
     prunes = [e for e in tracer.events if e.type == "FamilyPruned"]
     assert prunes and all(e.evidence["claim"] == "unproven" for e in prunes
                           if e.rule in egraph_rules)

@@ -34,6 +34,29 @@ def test_the_search_gives_the_recorded_results(case):
     assert fresh["best_modeled_us"] == recorded["best_modeled_us"]
 
 
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=() if c in (*QUICK, "ntrans-program-5ops") else pytest.mark.slow)
+    for c in CASES])
+def test_out_of_reach_keeps_every_recorded_candidate(case):
+    """The recorded searches with `out_of_reach` on (it came after them): every recorded
+    candidate again, by its graph, with its verdict and method, the same best latency, and no
+    more families generated than recorded; where the rule prunes, fewer."""
+    from dataclasses import replace
+
+    from prism.search import search
+    recorded = json.loads(RECORDED.read_text())[case]
+    graph, config = recorded_module.config_for(case)
+    config = replace(config, disabled=config.disabled - {"out_of_reach"})
+    fresh = recorded_module.as_recorded(search(graph, config))
+    assert sorted(c[2:] for c in fresh["candidates"]) == \
+        sorted(c[2:] for c in recorded["candidates"])
+    assert fresh["best_modeled_us"] == recorded["best_modeled_us"]
+    pruned = fresh["summary"]["families"]["pruned"].get("out_of_reach", 0)
+    generated = (fresh["summary"]["families"]["generated"],
+                 recorded["summary"]["families"]["generated"])
+    assert generated[0] < generated[1] if pruned else generated[0] == generated[1]
+
+
 def _slow_path(monkeypatch):
     """The search without its fast path: `cannot_close` swapped for a rule that calls it (the
     generator decides block ops before building them only while both rules are the
