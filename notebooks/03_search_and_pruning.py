@@ -25,7 +25,7 @@
 # says that it was not exhaustive (section 3.2 shows one).
 #
 # A rule is *sound* when its claims are true. Then pruning loses nothing: the search returns the
-# same best program, only sooner. This notebook shows each of the six built-in rules at work on
+# same best program, only sooner. This notebook shows each of the seven built-in rules at work on
 # a real family. Then it switches them off, all together and one at a time, and counts what
 # they had saved. (Notebook `07` is about rules whose claims are false.)
 #
@@ -39,7 +39,7 @@ SHAPES = {"X": (8, 64), "W": (64, 64)}
 SEARCH = {"grid_dims": (1,), "max_block_ops": 4, "block_ops": ("matmul", "div", "rms_norm"),
           "accumulators": ("nored", "red_ld_rms"), "kernel_ops": ("matmul", "rms_norm"),
           "max_kernel_ops": 2, "budget_s": 120}
-SMALL_SMEM_BYTES = 1024        # a device too small for the fused kernel (section 3.3)
+SMALL_SMEM_BYTES = 1024        # a device too small for the fused kernel (section 3.4)
 FIRST_EVENTS = 16              # families shown from the top of the tree
 ABLATION_MAX_FAMILIES = 7000   # family budget of each search with one rule off (section 4)
 UNPRUNED_MAX_FAMILIES = 2000   # family budget of the search with every rule off (section 4)
@@ -128,7 +128,7 @@ print(f"→ candidate {best.id}: {best.verdict.verdict} ({best.verdict.method}),
       f"{best.modeled_us:.2f} µs modeled")
 
 # %% [markdown]
-# ## 3. The six rules, each on a live example
+# ## 3. The seven rules, each on a live example
 #
 # `prism.search.RULE_NAMES` lists the rule table (`prism.search.pruning.RULES`) in the order the
 # rules run, cheapest first. Each rule is a function from a family to `None` (keep it) or a
@@ -209,9 +209,10 @@ show_prune(abstract[0])
 # The `saturated` line matters. The e-graph is grown by applying every axiom until nothing new
 # appears, under a limit of iterations and e-nodes (`SearchConfig.abstract_limits`). A miss in a
 # *saturated* e-graph is a proof, relative to the axioms. A miss in one that stopped at a limit
-# proves nothing, since the expression might have appeared one iteration later. Then the two rules
-# that read the e-graph, `abstract_expression` and `dead_end_output`, take the same decision with
-# the claim `unproven`: the family is set aside, and the search is not exhaustive.
+# proves nothing, since the expression might have appeared one iteration later. Then the three
+# rules that read the e-graph, `abstract_expression`, `dead_end_output` and `out_of_reach`
+# (section 3.3), take the same decision with the claim `unproven`: the family is set aside, and
+# the search is not exhaustive.
 #
 # To see it, stop the target's e-graph one iteration before it saturates. By the definition of
 # saturation, the last iteration added nothing, so this e-graph holds exactly the same
@@ -233,7 +234,27 @@ for rule, count in stopped_summary["families"]["set_aside"].items():
 print("note:", stopped.notes[0])
 
 # %% [markdown]
-# ### 3.3 hardware
+# ### 3.3 out_of_reach
+#
+# This rule reads the same e-graph, but asks how *far* a tensor is from the output. In the last
+# kernel the caps allow, the one tensor the block graph stores must be the target's output (the
+# argument of `dead_end_output`). Every tensor still waiting for a consumer ends up inside that
+# output's expression, so in the target's e-graph it lies below the output. It
+# also lies within as many ops as the cap still leaves. The rule measures the distance: the
+# shortest path from the output down to the tensor's expression, one op per e-node on the
+# way. An e-node costs nothing when some op of the vocabulary puts its head below the top of its
+# own expression: the accumulator `red_ld_rms` computes a mean of squares, so `mean` and
+# `square` are free. One op then never covers more than one counted step, and the distance is a
+# lower bound on the ops the tensor still needs. When it is more than the ops left, the claim is
+# `no_equivalent` (`unproven` if the e-graph did not saturate). Read the example: which tensor
+# waits, how far it is from the output, and how many ops the cap leaves.
+
+# %%
+reach = [e for e in prunes if e.rule == "out_of_reach"]
+show_prune(reach[0])
+
+# %% [markdown]
+# ### 3.4 hardware
 #
 # On the default device, `config.device` (an H100: `prism.cost.get_device("h100")`, whose shared
 # memory per block is printed below), every family of this small search fits, so the hardware
@@ -292,7 +313,7 @@ for name, found in (("default device", result), ("small device", small)):
     print(f"{name:<15} best {b.id}: {b.num_kernels} kernel(s), {b.modeled_us:.2f} µs modeled")
 
 # %% [markdown]
-# ### 3.4 cost_bound
+# ### 3.5 cost_bound
 #
 # Branch and bound. Once the search has proved a candidate, that candidate's modeled latency is
 # the *incumbent*. When a block graph is stored, the rule computes a lower bound of the modeled
@@ -314,7 +335,7 @@ print(f"the incumbent {incumbent.id}: {incumbent.num_kernels} kernel(s), "
 # %% [markdown]
 # ## 4. What the rules save: switch them off and count
 #
-# `SearchConfig(disabled={...})` switches rules off. First all six at once, the count the
+# `SearchConfig(disabled={...})` switches rules off. First all seven at once, the count the
 # introduction promised. The search without rules gets a family budget
 # (`UNPRUNED_MAX_FAMILIES`), since it would not finish: every complete family it builds goes to
 # the verifier.
@@ -388,9 +409,11 @@ table([(rule, f"{on.generated} → {off.generated}",
 
 # %% [markdown]
 # Look at the `dead_end_output` row: with it off, the search generates *fewer* families and
-# verifies more candidates. Switching off one of the two rules that read the target's e-graph
-# switches off more than the rule. The search then no longer asks the e-graph which tensor is the
-# target's output either, so that an audit of the rule does not lean on the e-graph it audits.
+# verifies more candidates. Switching off `abstract_expression` or `dead_end_output`, the two
+# rules that read from the target's e-graph what a tensor computes, switches off more than the
+# rule. The search then no longer asks the e-graph which tensor is the target's output either,
+# so that an audit of the rule does not lean on the e-graph it audits (and `out_of_reach`, which
+# needs that answer, stops too).
 # Instead any kernel tensor of the output's shape completes a program and goes to the verifier,
 # and the program ends there.
 #

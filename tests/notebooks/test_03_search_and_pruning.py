@@ -18,6 +18,7 @@ from prism.search import RULE_NAMES
 
 STEM = "03_search_and_pruning"
 EGRAPH_RULES = {"abstract_expression", "dead_end_output"}   # switched off: outputs told by shape
+UNPROVEN_RULES = EGRAPH_RULES | {"out_of_reach"}           # unproven on an unsaturated e-graph
 
 
 def _ablation_rows(text: str) -> dict[str, dict[str, object]]:
@@ -125,7 +126,17 @@ def test_03_rule_examples_hold_against_independent_checks(run):
                      "False$", done.text, re.M)
     aside = dict(re.findall(r"^  set aside by (\w+)\s+(\d+) \(unproven\)$", done.text, re.M))
     assert {r: int(n) for r, n in aside.items()} == {
-        r: n for r, n in oracle["pruned"].items() if r in EGRAPH_RULES}
+        r: n for r, n in oracle["pruned"].items() if r in UNPROVEN_RULES}
+    # out_of_reach: the example's path replayed, it waits in the last kernel the caps allow, with
+    # the ops the path left; its distance is more than that, and the search with the rule off
+    # (its own raw trace) proves every program this one proves
+    reach = oracle["reach_example"]
+    shown = _evidence(done.text, reach["id"])
+    assert reach["kernels"] == oracle["caps"]["kernels"]
+    assert int(shown["remaining"]) == oracle["caps"]["block_ops"] - reach["ops"]
+    assert int(shown["distance"]) > int(shown["remaining"])
+    assert shown["saturated"] == "True" and shown["claim"] == "no_equivalent"
+    assert oracle["pruned"]["out_of_reach"] > 0 and oracle["reach_off"]["keeps_on"]
     # the hardware rule: its count, its claim held by enumeration (not z3), and the fused
     # kernel's verdict on both devices
     hw = oracle["audits"]["hardware"]
@@ -154,6 +165,15 @@ def test_03_ablation_is_what_each_rules_audit_predicts(run):
         row = rows[rule]
         assert row["done"] == "yes"
         assert audit["sound"]
+        if rule == "out_of_reach":
+            # its audit tells outputs by shape; switched off, it changes nothing else
+            off = oracle["reach_off"]
+            assert row["families"][1] == off["generated"] > row["families"][0]
+            assert row["candidates"][1] == off["candidates"]
+            assert row["proved"][1] == off["equivalent"]
+            assert re.search(r"^out_of_reach\s+same best: True; every program proved with it "
+                             r"is proved without it: True; ", done.text, re.M)
+            continue
         # the audit's run is the search with the rule off: the observed rule prunes nothing
         assert row["families"][1] == audit["run_generated"]
         assert row["candidates"][1] == audit["run_candidates"]

@@ -47,7 +47,7 @@ REQUIRED = (
     "part", "rep", "comb", "red", "e-graph", "e-class", "e-node", "saturation", "axiom",
     "evidence", "proof", "verdict", "unknown", "counterexample", "pruning rule", "claim",
     "cannot_close", "dead_end_inputs", "dead_end_output", "abstract_expression", "hardware",
-    "cost_bound", "branch and bound", "incumbent", "z3", "unsat core", "shared memory",
+    "out_of_reach", "cost_bound", "branch and bound", "incumbent", "z3", "unsat core", "shared memory",
     "roofline bound", "cost model", "modeled", "interpreted", "measured", "launch overhead",
     "Triton", "PTX", "TRITON_INTERPRET", "autotuning", "finalist", "spec check",
     "split-key attention", "log-sum-exp split", "flash-decoding", "online softmax",

@@ -88,6 +88,9 @@ _dead_ends = {rule: {"id": e.id, **_walk(e.id)} for rule, e in _examples.items()
 _dead_ends["dead_end_output"]["differs_from_torch"] = bool(
     _stored.shape != _want.shape or _np.abs(_stored - _want).max() > 1e-6)
 
+# 3.3: the out_of_reach example's path replayed: the kernel it opens and the ops it has used
+_reach_example = {"id": reach[0].id, **_walk(reach[0].id)}
+
 # 3.2: one iteration short of saturation, the e-graph holds the same e-nodes and is unsaturated
 _target = AbstractTarget(workload.graph)
 _short = AbstractTarget(workload.graph, _Limits(iterations=_target.report.iterations - 1))
@@ -116,6 +119,22 @@ _on = {rule: small if rule == "hardware" else result for rule in _audits}
 
 def _unnamed(graph):
     return dataclasses.replace(graph, name="")
+
+
+# out_of_reach's audit tells outputs by shape, but switched off it changes nothing else: the
+# ablation's row is a search of its own, counted from its raw trace
+_reach_off_tracer = _Tracer()
+search(workload.graph, dataclasses.replace(config, disabled=frozenset({"out_of_reach"}),
+                                           max_families=ABLATION_MAX_FAMILIES),
+       tracer=_reach_off_tracer)
+_reach_off = {"generated": sum(isinstance(e, _Gen) for e in _reach_off_tracer.events),
+              "candidates": sum(isinstance(e, (_Verified, _Rejected, _Undecided))
+                                for e in _reach_off_tracer.events),
+              "equivalent": sum(isinstance(e, _Verified) for e in _reach_off_tracer.events),
+              "pruned": sum(isinstance(e, _Pruned) for e in _reach_off_tracer.events),
+              "keeps_on": {_unnamed(c.graph) for c in result.equivalent}
+              <= {_unnamed(_from_json(e.graph)) for e in _reach_off_tracer.events
+                  if isinstance(e, _Verified)}}
 
 
 # the programs proved with dead_end_output on but not off: a custom kernel whose output has the
@@ -191,7 +210,8 @@ print("ORACLE " + json.dumps({
                       "on_plus_checked": len(_on[rule].candidates) + a.checked,
                       "on_plus_equivalent": len(_on[rule].equivalent) + a.equivalent}
                for rule, (a, events) in _audits.items()},
-    "dead_end_output_missing": _missing,
+    "dead_end_output_missing": _missing, "reach_example": _reach_example,
+    "reach_off": _reach_off,
     "search_tree": {"top": _top, "families": len(_under), "pruned": _tree_pruned,
              "kept": len(_under) - sum(_tree_pruned.values()), "groups": _tree_groups,
              "path": _path(bounded[0].id)},
