@@ -353,8 +353,9 @@ def test_100000_events_stay_cheap():
         fid = f"f{i}"
         events.append(FamilyGenerated(fid, parents[i // 3], f"block op t{i}", seq=len(events)))
         parents.append(fid)
-        if i % 7 < 3:   # 30,000 prunes
-            events.append(FamilyPruned(fid, parents[i // 3], rules[i % len(rules)], f"reason {i}",
+        if i % 7 < 3:   # 30,000 prunes, every rule of the table among them
+            rule = rules[i // 7 % len(rules)]
+            events.append(FamilyPruned(fid, parents[i // 3], rule, f"reason {i}",
                                        {"expression": f"(op{i} X)", "target": "(t X)"},
                                        seq=len(events)))
     events = events[:100_000]
