@@ -239,13 +239,29 @@ def feasible_assignments(graph: KernelGraph, device: DeviceSpec) -> list[dict[st
 
 def _fits(graph: KernelGraph, env: dict[str, int], device: DeviceSpec) -> bool:
     """Well-formed (`problems`) and within the device's limits. The limits first: they read
-    only tile sizes and cost a fifth of the spec check, and most assignments exceed them."""
+    only tile sizes and cost a fifth of the spec check, and most assignments exceed them or
+    leave a tile dim that does not evaluate (a quotient that does not divide: the spec check,
+    which evaluates every grid size, loop range and tile dim, would report it, so it is not
+    run)."""
     try:
         if not within_limits(graph, env, device):
             return False
     except DimExprError:
-        pass                    # a quotient that does not divide: the spec check says so
+        if not _sizes_evaluate(graph, env):
+            return False
     return not problems(graph, env)
+
+
+def _sizes_evaluate(graph: KernelGraph, env: dict[str, int]) -> bool:
+    """Whether every grid size, loop range and tile dim of every kernel evaluates under `env`
+    (the part of the spec check that fails most often when the sizes are powers of two)."""
+    try:
+        for _, bg in graph.iter_blocks():
+            for d in (*bg.grid, bg.forloop_range, *(d for _, s in bg.tensors for d in s)):
+                evaluate(d, env)
+    except DimExprError:
+        return False
+    return True
 
 
 def within_limits(graph: KernelGraph, env: dict[str, int], device: DeviceSpec) -> bool:

@@ -25,6 +25,7 @@ grid dim (or loop) splits nothing in the member (else the member is another fami
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterator, Sequence
@@ -120,25 +121,40 @@ def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
         options.append([(imap, fmap, {**ibits, **fbits[fmap]}) for imap in imaps
                         for ibits in (_bits(op.attr["imap"], imap),) for fmap in fmaps])
 
-    # An equality is decided once every bit it reads is set: it is checked at the input whose
-    # choice sets the last of them, and only there (one whose bits no input sets is decided
-    # later, by the output maps, as before)
+    # An equality is decided once every bit it reads is set (one whose bits no input sets is
+    # decided later, by the output maps). It is a conjunction of pairs of bits (`_Split`), and
+    # each pair is checked at the input whose choice sets the later of its two bits. An
+    # input's choices that pass its pairs depend only on the bits of earlier inputs its pairs
+    # read, so they are filtered once per value of those bits (`passing`), in their order.
     owner = {name: i for i, opts in enumerate(options) for _, _, bits in opts for name in bits}
-    decided: list[list[_Split]] = [[] for _ in inputs]
+    pairs: list[list[tuple[str | None, str | None]]] = [[] for _ in inputs]
     for e in mine:
         if e.bits <= owner.keys():
-            decided[max(owner[b] for b in e.bits)].append(e)
+            for a, b in e.pairs:
+                pairs[max(owner[x] for x in (a, b) if x is not None)].append((a, b))
+    outer = [sorted({x for pair in mine_pairs for x in pair if x is not None and owner[x] < i})
+             for i, mine_pairs in enumerate(pairs)]
+    passing: list[dict[tuple[int, ...], list[tuple[tuple[int, ...], int, dict[str, int]]]]] = \
+        [{} for _ in inputs]
+
+    def allowed(i: int) -> list[tuple[tuple[int, ...], int, dict[str, int]]]:
+        key = tuple(env[x] for x in outer[i])
+        hit = passing[i].get(key)
+        if hit is None:
+            hit = passing[i][key] = [
+                opt for opt in options[i]
+                if all((_bit(a, env, opt[2]) == _bit(b, env, opt[2])) for a, b in pairs[i])]
+        return hit
 
     def assign(i: int) -> Iterator[list[MapChoice]]:
         if i == len(inputs):
             yield list(choices)
             return
-        for imap, fmap, bits in options[i]:
+        for imap, fmap, bits in allowed(i):
             env.update(bits)
-            if all(e.same(env) for e in decided[i]):
-                choices.append((imap, fmap))
-                yield from assign(i + 1)
-                choices.pop()
+            choices.append((imap, fmap))
+            yield from assign(i + 1)
+            choices.pop()
             for name in bits:
                 del env[name]
 
@@ -165,6 +181,14 @@ def _block_maps(bg: BlockGraph, sources: list[tuple[Dim, ...]],
         loop = bg.forloop_range if loop_used else const(1)
         for omaps in _omaps(bg, picked, sources, outputs, grid, loop, fixed):
             yield _rebuilt(bg, picked, omaps, grid, loop, sources)
+
+
+def _bit(name: str | None, env: dict[str, int], mine: dict[str, int]) -> int:
+    """A pair's bit: set by this input's choice (`mine`) or an earlier one's (`env`); 0 for
+    a side no parallel dim splits."""
+    if name is None:
+        return 0
+    return mine[name] if name in mine else env[name]
 
 
 def kernel_program(graph: KernelGraph, index: int, block: BlockGraph | None = None
@@ -250,10 +274,6 @@ class _Split:
         pairs = tuple((left.get(slot), right.get(slot))
                       for slot in sorted(left.keys() | right.keys()))
         return _Split(frozenset(free_bits(e)), pairs)
-
-    def same(self, env: dict[str, int]) -> bool:
-        """Whether the same parallel dims split both sides; every bit must be set."""
-        return all((env[a] if a else 0) == (env[b] if b else 0) for a, b in self.pairs)
 
 
 def _slots(d: Dim) -> dict[str, str]:
@@ -341,17 +361,24 @@ def _omaps(bg: BlockGraph, picked: list[MapChoice], sources: list[tuple[Dim, ...
         return
     per_output = []
     for op, want in zip(bg.output_ops, outputs, strict=True):
-        tile = shapes[op.inputs[0]]
-        rows = row_choices(len(grid), len(tile)) if grid != (const(1),) else [(-1,)]
+        fits = list(_fitting(tuple(shapes[op.inputs[0]]), tuple(grid), tuple(want)))
         if "omap" in fixed:
-            rows = [om for om in rows if om == op.attr["omap"].as_dims()]
-        fits = [om for om in rows
-                if output_data_shape(tile, Map.concrete(om, len(tile)), grid) == tuple(want)]
+            fits = [om for om in fits if om == op.attr["omap"].as_dims()]
         if not fits:
             return
         per_output.append(fits)
     for combo in itertools.product(*per_output):
         yield list(combo)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _fitting(tile: tuple[Dim, ...], grid: tuple[Dim, ...], want: tuple[Dim, ...]
+             ) -> tuple[tuple[int, ...], ...]:
+    """The omaps (in `row_choices`' order) that store `tile` from a grid of `grid` as a tensor
+    of shape `want`; once per shapes (families of a search meet the same ones again)."""
+    rows = row_choices(len(grid), len(tile)) if grid != (const(1),) else [(-1,)]
+    return tuple(om for om in rows
+                 if output_data_shape(tile, Map.concrete(om, len(tile)), grid) == want)
 
 
 def _rebuilt(bg: BlockGraph, picked: list[MapChoice], omaps: list[tuple[int, ...]],

@@ -127,20 +127,39 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
     candidates translate to the same terms (they differ in what the terms abstract away); a
     proof attempt is a function of the terms, the sizes' analysis, the rules and the count
     limits, so an attempt on terms seen before returns what the first attempt found (the
-    checked proof, or its failure) instead of saturating again."""
+    checked proof, or its failure) instead of saturating again. With `refute_first` the memo
+    also keeps the quick trial's outcome by the candidate's terms: two candidates whose terms
+    are equal compute one function (the translation is what every proof rests on), so a
+    candidate whose terms an earlier one refuted is refuted with that candidate's
+    counterexample, which its reason says, and one whose terms passed the trial goes straight
+    to the proof."""
     clock = _Clock()
     invalid = invalid_reason(target, candidate)
     if invalid:
         return Verdict("invalid", "spec", clock(), reason=invalid)
     if refute_first:
-        env = _small_assignment(candidate)
+        key = _terms_key(target, candidate) if proofs is not None and limits.seconds is None \
+            else None
+        seen = proofs.get(key) if proofs is not None and key is not None else None
+        if seen is not None and seen[0] == "refuted":
+            first: Verdict = seen[1]
+            return replace(first, seconds=clock(), reason=(
+                "its terms are those of an earlier candidate of this search (the same program "
+                f"up to rounding), where {first.reason}; the counterexample is that "
+                "candidate's"))
+        env = _small_assignment(candidate) if seen is None else None
         if env is not None:
             quick = random_test(target, candidate, assignments=[env], trials=1)
             if quick.found_difference:
                 cex = quick.counterexample.to_json() if quick.counterexample else None
-                return Verdict("not_equivalent", quick.method, clock(), counterexample=cex,
-                               reason=f"random testing at {env or 'its sizes'} found a "
-                                      "difference")
+                refuted = Verdict("not_equivalent", quick.method, clock(), counterexample=cex,
+                                  reason=f"random testing at {env or 'its sizes'} found a "
+                                         "difference")
+                if proofs is not None and key is not None:
+                    proofs[key] = ("refuted", refuted)
+                return refuted
+        if proofs is not None and key is not None:
+            proofs[key] = ("passed",)
     notes: list[str] = []
     gaps: list[dict[str, Any]] = []
     table = rules() if table is None else table
@@ -155,6 +174,19 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
                              loop_first=True, memo=memo)
     return verdict if verdict is not None else \
         _fallback(target, candidate, clock, notes, gaps[-1] if gaps else None)
+
+
+def _terms_key(target: KernelGraph, candidate: KernelGraph) -> tuple[Any, ...] | None:
+    """What decides the function a candidate computes, for `verify`'s memo: the target's and
+    the candidate's terms (sizes symbolic) and the candidate's axis sizes; None where the
+    candidate cannot be translated (its verdict is then found without the memo)."""
+    try:
+        tgt = translate(target)
+        cand = translate(candidate, input_names=tgt.inputs)
+    except PrismError:
+        return None
+    return ("quick", tuple(tgt.terms), tuple(cand.terms),
+            tuple(sorted((n, str(d)) for n, d in cand.sizes.items())))
 
 
 def _loop_meets_grid(candidate: KernelGraph) -> bool:
