@@ -210,8 +210,7 @@ def descended(graph: KernelGraph, device: DeviceSpec, start: tuple[float, dict[s
         for pair in pairs:
             for combo in itertools.product(values, repeat=len(pair)):
                 trial = {**env, **dict(zip(pair, combo, strict=True))}
-                if trial == env or problems(graph, trial) or \
-                        not within_limits(graph, trial, device):
+                if trial == env or not _fits(graph, trial, device):
                     continue
                 try:
                     latency = modeled(substitute_graph(graph, trial), device).latency_us

@@ -76,6 +76,44 @@ from prism.verify.translate import leaf
 if TYPE_CHECKING:
     from prism.search.executors import Executor
 
+@dataclass(frozen=True)
+class SplitPiece:
+    """What the split pass computes for one split program (`_Run.split_piece`): its verdict,
+    its best enumerated assignment (with that latency) when equivalent, the descent from it,
+    and for a log-sum-exp split the assignment of the member the model picks."""
+
+    verdict: Verdict
+    best: tuple[float, dict[str, int]] | None
+    descended: tuple[float, dict[str, int]] | None
+    env: dict[str, int] | None = None
+
+
+def split_moves(graph: KernelGraph) -> list[tuple[str, KernelGraph]]:
+    """The split programs of a proved one-kernel program, by move, in the pass's order."""
+    from prism.search.split import split_loop, split_softmax, stream_softmax
+    out = []
+    for name, move in (("split_loop", split_loop), ("stream_softmax", stream_softmax),
+                       ("split_softmax", split_softmax)):
+        program, _why = move(graph)
+        if program is not None:
+            out.append((name, program))
+    return out
+
+
+def _graph_key(graph: KernelGraph) -> str:
+    return json.dumps(graph_to_json(replace(graph, name="")), sort_keys=True)
+
+
+SPLIT_WHAT = {
+    "split_loop": "with its loop split across blocks: partial sums, then a second kernel that "
+                  "sums them (flash-decoding)",
+    "stream_softmax": "with its keys walked by a loop: each iteration's row max and the sums "
+                      "under it, the sums kept under the running max (online softmax, "
+                      "FlashAttention)",
+    "split_softmax": "with its keys split across blocks: each part's row max and the sums under "
+                     "it, then a second kernel that rescales them to the max of the maxes and "
+                     "sums them (log-sum-exp split, flash-decoding)",
+}
 SPLIT_GRACE = 0.1   # of the budget: the split move after a search its time budget stopped
 
 
@@ -626,18 +664,10 @@ class _Run:
             if self.split else ""
         member = replace(member, name=f"{self.result.target}.{cid}")
         seen = self.verdicts.get(key) if self.split == "absorb" else None
-        if seen is None:
-            # Counts only (iterations, nodes): a verdict never depends on how busy the machine
-            # is.
-            lim = self.config.verify_limits
-            if verdict is None and self.config.concrete & {"grid", "loop"} and \
-                    not member.free_vars():
-                verdict = mirage_check(self.target, member)   # the concrete mode: Mirage's
-            elif verdict is None:
-                verdict = verify(self.target, member, Limits(lim.iterations, lim.nodes),
-                                 refute_first=refute_first, proofs=self.proofs)
-        else:
+        if seen is not None:
             verdict = seen.verdict
+        elif verdict is None:
+            verdict = self.verdict_of(member, refute_first)
         cand = Candidate(cid, family, member, verdict)
         self.result.candidates.append(cand)
         if self.recording is not None:
@@ -664,6 +694,15 @@ class _Run:
         else:
             self.tracer.emit(CandidateUndecided(cid, family, verdict.reason, verdict.method))
         return cand
+
+    def verdict_of(self, member: KernelGraph, refute_first: bool = True) -> Verdict:
+        """A member's verdict against the target. Counts only (iterations, nodes): a verdict
+        never depends on how busy the machine is."""
+        lim = self.config.verify_limits
+        if self.config.concrete & {"grid", "loop"} and not member.free_vars():
+            return mirage_check(self.target, member)   # the concrete mode: Mirage's
+        return verify(self.target, member, Limits(lim.iterations, lim.nodes),
+                      refute_first=refute_first, proofs=self.proofs)
 
     def _model(self, cand: Candidate, *given: tuple[float, dict[str, int]] | None) -> None:
         """The candidate's modeled latency at its best assignment that fits the device (sizes
@@ -734,51 +773,90 @@ class _Run:
         self.stop_reason = self.stop_reason or stopped
 
     def _split_programs(self) -> None:
-        from prism.search.audit import best_assignment, descended
-        from prism.search.split import split_loop, split_softmax, stream_softmax
+        proved = [c for c in self.result.candidates
+                  if c.verdict.verdict == "equivalent" and c.graph.num_kernels == 1]
+        # On an executor of other processes the workers compute each program's verdict and
+        # assignments ahead (`split_work`, a function of the program); the pass below takes
+        # them in order, and computes here what a worker did not (lost, or past its deadline).
+        ahead = self.session.split_ahead([c.graph for c in proved], self._wall(self.deadline)) \
+            if self.session is not None and not self.session.in_place else None
         seen: set[str] = set()
-        device = self.config.device
-        for cand in list(self.result.candidates):
-            if cand.verdict.verdict != "equivalent" or cand.graph.num_kernels != 1:
-                continue
-            for move, what in ((split_loop, "with its loop split across blocks: partial sums, "
-                                "then a second kernel that sums them (flash-decoding)"),
-                               (stream_softmax, "with its keys walked by a loop: each "
-                                "iteration's row max and the sums under it, the sums kept under "
-                                "the running max (online softmax, FlashAttention)")):
-                program, _why = move(cand.graph)
-                if program is None or not self._new_split(program, seen):
+        for i, cand in enumerate(proved):
+            work = ahead.get(i, self.should_stop) if ahead is not None else {}
+            if work is None:
+                raise Stop
+            for move, program in split_moves(cand.graph):
+                key = _graph_key(program)
+                if key in seen:
                     continue
-                found = self.check(program, self._split_family(cand, program, what))
-                if found.modeled_us is not None and found.assignment is not None:
-                    # a split program has more sizes than best_assignment enumerates whole
-                    self._model(found, descended(program, device,
-                                                 (found.modeled_us, found.assignment)))
-            program, _why = split_softmax(cand.graph)
-            if program is None or not self._new_split(program, seen):
-                continue
-            # The rescaling meets kernel 1's parts only where both kernels' axes have one
-            # size (`translate`'s concrete mode): the member the model picks is proved, on its
-            # own, and is the candidate (no other member of the family is claimed).
-            start = best_assignment(program, device)
-            if start is None:
-                continue
-            _us, env = descended(program, device, start)
-            member = substitute_graph(program, env)
-            fid = self._split_family(cand, member, "with its keys split across blocks: each "
-                                     "part's row max and the sums under it, then a second kernel "
-                                     "that rescales them to the max of the maxes and sums them "
-                                     "(log-sum-exp split, flash-decoding)")
-            self.check(member, fid)
+                seen.add(key)
+                if self.should_stop():
+                    raise Stop
+                piece = work[key] if key in work else self.split_piece(move, program)
+                self._take_split(cand, move, program, piece)
 
-    def _new_split(self, program: KernelGraph, seen: set[str]) -> bool:
-        key = json.dumps(graph_to_json(replace(program, name="")), sort_keys=True)
-        if key in seen:
-            return False
-        seen.add(key)
-        if self.should_stop():
-            raise Stop
-        return True
+    def split_work(self, graph: KernelGraph) -> dict[str, SplitPiece | None]:
+        """What the split pass computes for a proved one-kernel program: each of its split
+        programs' piece (`split_piece`), by the program's key; as far as the budget allows."""
+        out: dict[str, SplitPiece | None] = {}
+        for move, program in split_moves(graph):
+            key = _graph_key(program)
+            if key in out:
+                continue
+            if self.should_stop():
+                break
+            out[key] = self.split_piece(move, program)
+        return out
+
+    def split_piece(self, move: str, program: KernelGraph) -> SplitPiece | None:
+        """A split program's verdict and assignments, a function of the program (and of the
+        target and the config). `split_loop` and `stream_softmax`: the verdict, the best
+        enumerated assignment when equivalent, and the descent from it. `split_softmax`: the
+        member the model picks (the descent from the best enumerated assignment of the
+        program), its verdict and its best assignment; None when no assignment fits."""
+        from prism.search.audit import best_assignment, descended
+        device = self.config.device
+        if move != "split_softmax":
+            verdict = self.verdict_of(program)
+            best = best_assignment(program, device) if verdict.verdict == "equivalent" else None
+            return SplitPiece(verdict, best, None if best is None else
+                              descended(program, device, best))
+        start = best_assignment(program, device)
+        if start is None:
+            return None
+        _us, env = descended(program, device, start)
+        member = substitute_graph(program, env)
+        verdict = self.verdict_of(member)
+        return SplitPiece(verdict, best_assignment(member, device)
+                          if verdict.verdict == "equivalent" else None, None, env)
+
+    def _take_split(self, cand: Candidate, move: str, program: KernelGraph,
+                    piece: SplitPiece | None) -> None:
+        """A split program as a family of its own under the candidate's family, and its
+        candidate, verified and modeled as the search's own candidates are."""
+        from prism.search.audit import descended
+        if piece is None:
+            return
+        if move != "split_softmax":
+            found = self.check(program, self._split_family(cand, program, SPLIT_WHAT[move]),
+                               verdict=piece.verdict, best=(piece.best,))
+            if found.modeled_us is not None and found.assignment is not None:
+                # a split program has more sizes than best_assignment enumerates whole
+                start = (found.modeled_us, found.assignment)
+                self._model(found, piece.descended if piece.best == start else
+                            descended(program, self.config.device, start))
+            return
+        # The rescaling meets kernel 1's parts only where both kernels' axes have one size
+        # (`translate`'s concrete mode): the member the model picks is proved, on its own,
+        # and is the candidate (no other member of the family is claimed).
+        assert piece.env is not None
+        member = substitute_graph(program, piece.env)
+        self.check(member, self._split_family(cand, member, SPLIT_WHAT[move]),
+                   verdict=piece.verdict, best=(piece.best,))
+
+    def _wall(self, deadline: float) -> float:
+        """A deadline on the search's clock as wall-clock time, for a worker."""
+        return time.time() + (deadline - self.tracer.budget.now())
 
     def _split_family(self, cand: Candidate, program: KernelGraph, what: str) -> str:
         """A family of its own for a split program, under the candidate's family."""

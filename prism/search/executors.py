@@ -126,6 +126,23 @@ def run_task(job: Job, task: Task, deadline_wall: float, limit: int | None,
     return out
 
 
+def split_task(job: Job, graphs: list[KernelGraph], deadline_wall: float,
+               stop: _Flag | None) -> list[dict[str, Any]]:
+    """The split pass's work for a chunk of proved programs in a worker (`_Run.split_work`),
+    one dict per program, up to the deadline (the pass computes the rest itself)."""
+    run = _worker_run(job)
+    run.tracer = Tracer(keep=False)
+    run.deadline = run.tracer.budget.now() + (deadline_wall - time.time())
+    run.cancel, run.stop_reason = stop, None
+    run.family_limit = run.candidate_limit = None
+    out = []
+    for graph in graphs:
+        if run.should_stop():
+            break
+        out.append(run.split_work(graph))
+    return out
+
+
 _POOL_JOB: list[Any] = []     # in a pool worker: (job, stop event), set by the initializer
 
 
@@ -145,7 +162,56 @@ def _pool_task(task: Task, deadline_wall: float, limit: int | None) -> TaskOutco
     return run_task(job, task, deadline_wall, limit, stop)
 
 
+def _pool_split(graphs: list[KernelGraph], deadline_wall: float) -> list[dict[str, Any]]:
+    job, stop = _POOL_JOB
+    return split_task(job, graphs, deadline_wall, stop)
+
+
 # -- the coordinator side -------------------------------------------------------------------------
+
+SPLIT_CHUNK = 16            # proved programs per split task, at most
+
+
+class Ahead:
+    """The split pass's work, computed on the workers in chunks of consecutive programs;
+    `get` waits for a program's chunk. A chunk whose worker was lost, or that stopped at its
+    deadline, gives nothing for what it did not do (the pass computes that itself)."""
+
+    def __init__(self, chunks: list[tuple[int, int, Any]],
+                 wait: Callable[[Any, float], tuple[bool, Any]], on_stop: Callable[[], None],
+                 notes: list[str], name: str):
+        self.chunks, self.wait, self.on_stop, self.notes, self.name = \
+            chunks, wait, on_stop, notes, name
+        self.done: dict[int, list[dict[str, Any]]] = {}
+
+    def get(self, index: int, stop: Callable[[], bool]) -> dict[str, Any] | None:
+        """The work for program `index`; None when `stop()` says the pass must stop."""
+        k = next(k for k, (a, b, _) in enumerate(self.chunks) if a <= index < b)
+        a, _, handle = self.chunks[k]
+        while k not in self.done:
+            if stop():
+                self.on_stop()
+                return None
+            finished, value = self.wait(handle, 0.1)
+            if not finished:
+                continue
+            if isinstance(value, BaseException):
+                if not isinstance(value, (BrokenProcessPool, ExecutorError)) and \
+                        type(value).__module__.split(".")[0] != "ray":
+                    raise value
+                self.notes.append(f"a {self.name} worker was lost during the split move "
+                                  f"({type(value).__name__}); its programs were checked by "
+                                  "the coordinator")
+                value = []
+            self.done[k] = value
+        part = self.done[k]
+        return part[index - a] if index - a < len(part) else {}
+
+
+def _chunks(count: int, workers: int) -> list[tuple[int, int]]:
+    size = max(1, min(SPLIT_CHUNK, -(-count // (8 * max(workers, 1)))))
+    return [(a, min(a + size, count)) for a in range(0, count, size)]
+
 
 class Session:
     """One search on an executor: submit the tasks, then take their outcomes in order."""
@@ -184,6 +250,11 @@ class Session:
 
     def close(self) -> None:
         pass
+
+    def split_ahead(self, graphs: list[KernelGraph], deadline_wall: float) -> Ahead | None:
+        """The split pass's work for these proved programs, started on the workers; None for
+        an executor that runs in this process (the pass computes it in place)."""
+        return None
 
     def _wall_deadline(self) -> float:
         """The deadline as wall-clock time for a worker: the budget left now, on the search's
@@ -242,6 +313,20 @@ class ProcessSession(Session):
             except BrokenProcessPool as e:
                 self._replace_pool(task.index, str(e) or "its process died")
 
+    def split_ahead(self, graphs: list[KernelGraph], deadline_wall: float) -> Ahead | None:
+        chunks = [(a, b, self._pool.submit(_pool_split, graphs[a:b], deadline_wall))
+                  for a, b in _chunks(len(graphs), self.workers)]
+
+        def wait_for(fut: Future[Any], timeout: float) -> tuple[bool, Any]:
+            if self.cancel is not None and self.cancel.is_set():
+                self._stop.set()
+            done, _ = wait([fut], timeout=timeout)
+            if not done:
+                return False, None
+            error = fut.exception()
+            return True, error if error is not None else fut.result()
+        return Ahead(chunks, wait_for, self._stop.set, self.notes, self.name)
+
     def _replace_pool(self, index: int, why: str) -> None:
         """A worker died: every task not finished is queued again on a new pool."""
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -296,6 +381,13 @@ def _ray_task(job: Job, task: Task, deadline_wall: float, limit: int | None,
     return run_task(job, task, deadline_wall, limit, stop)
 
 
+def _ray_split(job: Job, graphs: list[KernelGraph], deadline_wall: float,
+               flag: Any) -> list[dict[str, Any]]:
+    ray = _ray()
+    stop = _Throttled(lambda: bool(ray.get(flag.is_set.remote())))
+    return split_task(job, graphs, deadline_wall, stop)
+
+
 class RaySession(Session):
     name = "ray"
     in_place = False
@@ -320,6 +412,7 @@ class RaySession(Session):
         if "task" not in _RAY_REMOTE:
             _RAY_REMOTE["task"] = ray.remote(max_retries=0)(_ray_task)
             _RAY_REMOTE["flag"] = ray.remote(num_cpus=0)(_RayFlag)
+            _RAY_REMOTE["split"] = ray.remote(max_retries=0)(_ray_split)
         self._flag = _RAY_REMOTE["flag"].remote()
         self._job_ref = ray.put(job)
         self._refs: dict[int, Any] = {}
@@ -356,6 +449,27 @@ class RaySession(Session):
             except ray.exceptions.RayError as e:
                 self._lost(task.index, self._tries, type(e).__name__)
                 self._submit(task.index)
+
+    def split_ahead(self, graphs: list[KernelGraph], deadline_wall: float) -> Ahead | None:
+        ray = self.ray
+        chunks = [(a, b, _RAY_REMOTE["split"].remote(self._job_ref, graphs[a:b], deadline_wall,
+                                                     self._flag))
+                  for a, b in _chunks(len(graphs), self.workers)]
+        self._refs.update({-1 - k: ref for k, (_, _, ref) in enumerate(chunks)})
+
+        def wait_for(ref: Any, timeout: float) -> tuple[bool, Any]:
+            if self.cancel is not None and self.cancel.is_set():
+                self._flag.set.remote()
+            done, _ = ray.wait([ref], timeout=timeout)
+            if not done:
+                return False, None
+            try:
+                return True, ray.get(ref)
+            except ray.exceptions.RayTaskError as e:   # raised by the work: not a lost worker
+                return True, e.as_instanceof_cause()
+            except ray.exceptions.RayError as e:
+                return True, e
+        return Ahead(chunks, wait_for, lambda: self._flag.set.remote(), self.notes, self.name)
 
     def close(self) -> None:
         try:

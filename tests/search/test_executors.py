@@ -99,6 +99,38 @@ def test_the_split_move_gives_the_same_programs_on_every_executor(cases):
     assert runs["processes"] == runs["one walk"]
 
 
+def test_a_worker_lost_in_the_split_move_changes_nothing(cases):
+    """The split move's programs are verified and modeled on the workers ahead of the pass; a
+    worker killed while they are (at the pass's first split family, with chunks still
+    queued) loses only that work, which the coordinator does itself and says so: the same
+    programs, candidates and trace as one walk."""
+    graph = cases.small("attention").graph
+    config = replace(cases.reduced("attention"), split_loops=True)
+    walk_tracer = Tracer()
+    walk = search(graph, replace(config, split_depth=99), tracer=walk_tracer)
+    killed: list[int] = []
+
+    def listener(event) -> None:
+        if not killed and event.type == "FamilyGenerated" and "split across" in \
+                event.description:
+            for p in multiprocessing.active_children():
+                if p.pid:
+                    os.kill(p.pid, signal.SIGKILL)
+                    killed.append(p.pid)
+                    break
+    tracer = Tracer()
+    tracer.subscribe(listener)
+    result = search(graph, config, tracer=tracer, executor=Executor("processes", 2))
+    assert killed
+    lost = [n for n in result.notes if "lost during the split move" in n]
+    assert lost, result.notes
+    result.notes = [n for n in result.notes if n not in lost]
+    assert outcome(result) == outcome(walk)
+    assert events(tracer) == events(walk_tracer)
+    assert any(c.num_kernels == 2 and c.verdict.verdict == "equivalent"
+               for c in result.candidates)
+
+
 def test_branch_and_bound_prunes_on_workers_what_one_walk_prunes(cases):
     """A task on a worker starts from a worse incumbent than one depth-first search has at its
     cut; the merge replays branch and bound with the walk's: the same prunes, candidates and

@@ -471,3 +471,64 @@ def test_a_proof_memo_runs_each_distinct_attempt_once_and_changes_no_verdict(mon
     before = len(attempts)
     assert verify(target, fused, Limits(seconds=30.0), proofs=memo).verdict == "equivalent"
     assert len(attempts) == before + 1
+
+
+def _renamed_tiles(graph):
+    """The same program with every block tensor renamed: another graph, the same terms."""
+    ops = []
+    for op in graph.ops:
+        if op.block is not None:
+            bg = op.block
+            new = {t: f"{t}_r" for t, _ in bg.tensors}
+            block = replace(bg, tensors=tuple((new[t], s) for t, s in bg.tensors),
+                            ops=tuple(replace(o, inputs=tuple(new[t] for t in o.inputs),
+                                              outputs=tuple(new[t] for t in o.outputs))
+                                      for o in bg.ops))
+            op = replace(op, block=block)
+        ops.append(op)
+    return replace(graph, ops=tuple(ops), name="renamed")
+
+
+def test_the_quick_trial_is_kept_by_the_terms(monkeypatch):
+    """`verify(refute_first=True, proofs=memo)`, as the search calls it: a candidate whose
+    terms an earlier candidate's quick trial refuted is refuted without another trial, with
+    that counterexample and a reason that says so; one whose terms passed goes straight to the
+    proof (oracles: random testing of the second graph itself, and the replayed proof)."""
+    import prism.verify.equiv as equiv
+    trials = []
+    real = equiv.random_test
+
+    def counted(*args, **kwargs):
+        trials.append(args[1].name)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(equiv, "random_test", counted)
+    target, fused = WORKLOADS["swiglu"].graph, known_best("swiglu", WORKLOADS["swiglu"].shapes)
+    memo = {}
+    wrong = None
+    for m in mutants(fused):
+        first = verify(target, m.graph, refute_first=True, proofs=memo)
+        if first.verdict == "not_equivalent" and first.method == "random-float64":
+            wrong = m.graph
+            break
+    assert wrong is not None
+    other = _renamed_tiles(wrong)
+    assert other.to_json() != wrong.to_json()
+    assert translate(other).terms == translate(wrong).terms
+    before = len(trials)
+    second = verify(target, other, refute_first=True, proofs=memo)
+    assert len(trials) == before                      # no trial of its own
+    assert second.verdict == "not_equivalent" and second.method == first.method
+    assert second.counterexample == first.counterexample
+    assert "earlier candidate" in second.reason and first.reason in second.reason
+    assert random_test(target, other, seed=3).found_difference    # the oracle: it does differ
+    # a correct program's terms pass once; the same terms again go straight to the proof
+    proved = verify(target, fused, refute_first=True, proofs=memo)
+    before = len(trials)
+    again = verify(target, _renamed_tiles(fused), refute_first=True, proofs=memo)
+    assert len(trials) == before
+    assert proved.verdict == again.verdict == "equivalent"
+    replay(target, _renamed_tiles(fused), again)
+    # without the memo every call runs its trial, and the verdicts are the same
+    before = len(trials)
+    assert verify(target, other, refute_first=True).verdict == "not_equivalent"
+    assert len(trials) == before + 1
