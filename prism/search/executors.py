@@ -14,6 +14,10 @@ number of workers; only the wall time changes.
 - `ray` runs them as Ray tasks (`address`, or `PRISM_RAY_ADDRESS`, names a running cluster;
   without one a local cluster is started). Ray is imported here only, and only when chosen.
 
+The split move (`SearchConfig.split_loops`), after the depth-first search, fans out too: each
+worker verifies, models and descends the split programs of a chunk of consecutive proved
+programs (`split_task`, a function of the programs), and the pass takes that work in order.
+
 Budgets and cancel reach every worker: each task has the deadline (as wall-clock time: the
 workers' clocks are this machine's, or a cluster's synchronized ones) and polls a shared stop
 flag. A worker that dies takes only its running task with it: the task is queued again (up to
