@@ -203,9 +203,11 @@ class Ahead:
                 if not isinstance(value, (BrokenProcessPool, ExecutorError)) and \
                         type(value).__module__.split(".")[0] != "ray":
                     raise value
-                self.notes.append(f"a {self.name} worker was lost during the split move "
-                                  f"({type(value).__name__}); its programs were checked by "
-                                  "the coordinator")
+                note = (f"a {self.name} worker was lost during the split move "
+                        f"({type(value).__name__}); the programs it had not done were checked "
+                        "by the coordinator")
+                if note not in self.notes:
+                    self.notes.append(note)
                 value = []
             self.done[k] = value
         part = self.done[k]
