@@ -37,7 +37,7 @@ from prism.errors import DimExprError, VerifyError
 from prism.expr.evidence import ANY, POSITIVE, POSITIVE_DRAW, operand_need
 from prism.ir.dims import Dim, evaluate
 from prism.ir.graph import KernelGraph, Map, Op, Shape
-from prism.ir.interpret import interpret
+from prism.ir.interpret import TileMemo, interpret
 from prism.ir.semantics import FLOAT64, Semantics
 from prism.ir.spec import problems
 from prism.verify import modular
@@ -180,11 +180,14 @@ def _first(bad: np.ndarray) -> tuple[int, ...]:
 
 def random_test(target: KernelGraph, candidate: KernelGraph, *,
                 assignments: Sequence[Mapping[str, int]] | None = None, trials: int = 3,
-                seed: int = 0, rtol: float = 1e-9) -> RandomTestResult:
+                seed: int = 0, rtol: float = 1e-9, memo: TileMemo | None = None
+                ) -> RandomTestResult:
     """Do `target` and `candidate` agree in float64 on `trials` random inputs (up to `rtol` of
-    each output's largest magnitude), under each assignment of the candidate's free variables?"""
+    each output's largest magnitude), under each assignment of the candidate's free variables?
+    `memo`: kept across calls by a caller that tests many candidates against one target (the
+    search), whose shared first ops are then interpreted once (`prism.ir.interpret.TileMemo`)."""
     method = _Method("random-float64", FLOAT64, float_inputs, _float_diff(rtol))
-    return _run(method, target, candidate, assignments, trials, seed)
+    return _run(method, target, candidate, assignments, trials, seed, memo)
 
 
 def modular_test(target: KernelGraph, candidate: KernelGraph, *,
@@ -200,7 +203,7 @@ def modular_test(target: KernelGraph, candidate: KernelGraph, *,
 
 def _run(method: _Method, target: KernelGraph, candidate: KernelGraph,
          assignments: Sequence[Mapping[str, int]] | None, trials: int,
-         seed: int) -> RandomTestResult:
+         seed: int, memo: TileMemo | None = None) -> RandomTestResult:
     if trials < 1:
         raise VerifyError(f"trials is {trials}; run at least one trial")
     shapes = _comparable(target, candidate)
@@ -227,7 +230,7 @@ def _run(method: _Method, target: KernelGraph, candidate: KernelGraph,
             key = _key(env)
             if key not in tested:
                 tested.append(key)
-            got = _quietly(candidate, arrays, env, method.semantics)
+            got = _quietly(candidate, arrays, env, method.semantics, memo)
             failed = _compare_outputs(method, want, got, key, trial_seed, trials, tested,
                                       drawn_positive)
             if failed is not None and failed.found_difference:
@@ -262,11 +265,11 @@ def _target_run(method: _Method, target: KernelGraph, shapes: Shapes, seed: int,
 
 
 def _quietly(graph: KernelGraph, arrays: list[np.ndarray], env: Mapping[str, int],
-             semantics: Semantics) -> list[np.ndarray]:
+             semantics: Semantics, memo: TileMemo | None = None) -> list[np.ndarray]:
     """`interpret` without NumPy's warnings: a draw may still leave an op's domain (a negative
     scalar before a √, a near-zero divisor), and the comparison reports the nan or inf."""
     with np.errstate(all="ignore"):
-        return interpret(graph, *arrays, assignment=env, semantics=semantics)
+        return interpret(graph, *arrays, assignment=env, semantics=semantics, memo=memo)
 
 
 def _compare_outputs(method: _Method, want: list[np.ndarray], got: list[np.ndarray],

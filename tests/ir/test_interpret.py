@@ -202,3 +202,62 @@ def test_the_interpreter_runs_blas_on_one_thread_and_gives_the_callers_setting_b
     assert seen and all(s == {1} for s in seen)
     assert after == before
     np.testing.assert_allclose(out, x @ y, rtol=1e-12)
+
+
+def _read_only(*arrays):
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
+
+
+def test_a_memo_across_runs_changes_no_value():
+    """The search's quick trials interpret many candidates on one draw through a `TileMemo`:
+    every output is bit for bit the interpreter's own without it, in float64 and in the modular
+    domain, for kernels with a loop, values after it, two kernels and kernel-level ops; the
+    memo is used (the oracle of each run is the same run without a memo, itself tested
+    against torch above)."""
+    from prism.ir.interpret import TileMemo
+    from prism.verify.modular import MODULAR, random_inputs
+
+    n, d = 8, 256
+    graphs = [(known_best("rmsnorm_matmul", {"X": (n, d), "W": (d, d)}, grid=grid, loop=loop),
+               {}) for grid, loop in [(4, 4), (4, 2), (2, 4), (4, 4)]]
+    g = Graph()   # two kernels: the first's output feeds the second, then a kernel-level op
+    X, W = g.input("X", (n, d)), g.input("W", (d, d))
+    tb = Block(grid=("gx",), forloop_range="F")
+    x, w = tb.input(X, imap=(-1,), fmap=1), tb.input(W, imap=(1,), fmap=0)
+    tb.output(tb.div(tb.accum(tb.matmul(x, w)), tb.accum(x, "red_ld_rms")), omap=(1,))
+    (h,) = g.customized(tb)
+    tb2 = Block(grid=(2,), forloop_range=2)
+    tb2.output(tb2.accum(tb2.exp(tb2.input(h, imap=(0,), fmap=1))), omap=(0,))
+    (e,) = g.customized(tb2)
+    g.output(g.mul(g.silu(e), e))
+    two = g.build()
+    graphs += [(two, {"gx": 4, "F": 2}), (two, {"gx": 2, "F": 4}), (two, {"gx": 4, "F": 2})]
+    for semantics, arrays in [(None, _read_only(randn(n, d), randn(d, d))),
+                              (MODULAR, _read_only(*random_inputs([(n, d), (d, d)], 3)))]:
+        memo = TileMemo()
+        for graph, env in graphs:
+            plain = interpret(graph, *arrays, assignment=env, semantics=semantics)
+            kept = interpret(graph, *arrays, assignment=env, semantics=semantics, memo=memo)
+            assert all(np.array_equal(a, b) for a, b in zip(plain, kept, strict=True))
+            assert not any(o.flags.writeable for o in kept)
+        assert memo.hits > 0
+
+
+def test_a_memo_keeps_nothing_computed_from_an_array_that_may_change():
+    """A writeable input may change between runs: nothing computed from it is kept, and a
+    changed input gives the changed result."""
+    from prism.ir.interpret import TileMemo
+
+    g = Graph()
+    a, b = g.input("A", (4, 8)), g.input("B", (8, 4))
+    g.output(g.exp(g.matmul(a, b)))
+    graph = g.build()
+    x, y = randn(4, 8), randn(8, 4)
+    memo = TileMemo()
+    (first,) = interpret(graph, x, y, memo=memo)
+    x *= 2.0
+    (second,) = interpret(graph, x, y, memo=memo)
+    np.testing.assert_allclose(second, np.exp(x @ y), rtol=1e-12)
+    assert memo.hits == 0 and not np.allclose(first, second)
