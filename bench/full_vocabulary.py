@@ -2,28 +2,55 @@
 (issue 17, item 3: no narrowing), on an executor, within a budget: exhaustive or not, and how far.
 
     .venv/bin/python bench/full_vocabulary.py BUDGET_S [WORKLOAD ...] [--executor processes]
-                                              [--workers 2] [--pipeline]
+                                              [--workers 2] [--pipeline] [--corpus]
 
 One JSON line per workload: wall seconds, the number of block ops, families generated and kept,
 the stop reason, whether the search was exhaustive, the verdict counts and the best candidate.
 The block vocabulary is the op table's block ops that are in Prism's default or in the program
 (in the op table's order); a block may read every input of the program, as `superoptimize`
 allows. With `--pipeline` the rest of the config is `superoptimize`'s own
-(`pipeline.search_config_for`: the split move on) and only the vocabulary is widened.
+(`pipeline.search_config_for`: the split move on) and only the vocabulary is widened. With
+`--corpus` the names are the programs and modules of the test corpus
+(`tests/corpus/corpus_programs.py`, traced as `bench/corpus.py` traces them; all of them when
+none is named) instead of the workloads.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
+import prism
+from prism.ir.graph import KernelGraph
 from prism.pipeline import search_config_for
 from prism.search import SearchConfig, search
 from prism.search.config import BLOCK_OPS, BLOCK_VOCABULARY
 from prism.search.executors import Executor
 from prism.workloads import VARIANTS, WORKLOADS, get_workload
+
+
+def _corpus_graphs() -> dict[str, Callable[[], KernelGraph]]:
+    """The corpus's programs and modules, traced as `bench/corpus.py` traces them."""
+    import torch
+
+    import prism
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from corpus import _corpus
+
+    corpus = _corpus()
+    graphs: dict[str, Callable[[], KernelGraph]] = {}
+    for name, p in corpus.PROGRAMS.items():
+        graphs[name] = lambda p=p: prism.workload(p.fn, dtype=p.dtype, bool_inputs=p.bool_inputs,
+                                                  **p.shapes).graph
+    for name, m in corpus.MODULES.items():
+        graphs[name] = lambda m=m: prism.workload.from_module(
+            m.make(), torch.zeros(*m.shape, dtype=getattr(torch, m.dtype))).graph
+    return graphs
 
 
 def main() -> None:
@@ -34,10 +61,19 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--pipeline", action="store_true",
                         help="superoptimize's config (the split move on), full vocabulary")
+    parser.add_argument("--corpus", action="store_true",
+                        help="the test corpus's programs instead of the workloads")
     args = parser.parse_args()
     where = Executor(args.executor, args.workers)
-    for name in args.workloads or [*WORKLOADS, *VARIANTS]:
-        graph = get_workload(name).graph
+    graphs = _corpus_graphs() if args.corpus else \
+        {n: (lambda n=n: get_workload(n).graph) for n in [*WORKLOADS, *VARIANTS]}
+    for name in args.workloads or list(graphs):
+        try:
+            graph = graphs[name]()
+        except prism.PrismError as e:   # a program the tracer refuses: say so, go on
+            print(json.dumps({"workload": name, "refused": f"{type(e).__name__}: {e}"}),
+                  flush=True)
+            continue
         used = {op.kind for op in graph.ops}
         ops = tuple(o for o in BLOCK_VOCABULARY if o in set(BLOCK_OPS) | used)
         config = SearchConfig(budget_s=args.budget, max_block_inputs=max(3, len(graph.inputs)),
