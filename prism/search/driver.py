@@ -307,7 +307,9 @@ class TaskOutcome:
     worker: str = ""
     # On a worker, for the merge to apply branch and bound as one depth-first search would
     # (with the walk's incumbent, not the worse one the task started from): every family in
-    # order as [id, parent, rule, claim] (id None: counted only), the position of each
+    # order as [id, parent, rule, claim, n] (id None: counted only; n families alike, for a run
+    # of counted-only siblings pruned by one rule, which is most of a large search: one entry
+    # a family made a task of 60 million families hold gigabytes), the position of each
     # candidate among them, and the lower bound of each family that reached `cost_bound`.
     records: list[list[Any]] = field(default_factory=list)
     candidate_at: list[int] = field(default_factory=list)
@@ -465,7 +467,7 @@ class _Run:
     def generated(self, fam: Family) -> None:
         self.result.generated += 1
         if self.recording is not None:
-            self.recording.records.append([fam.id, fam.parent, None, None])
+            self.recording.records.append([fam.id, fam.parent, None, None, 1])
         if self.tracer.wants_events:    # nobody keeps or hears it: the count is the result
             graph = graph_to_json(fam.graph) if self.config.record_graphs else None
             self.tracer.emit(FamilyGenerated(fam.id, fam.parent, fam.description, graph))
@@ -474,12 +476,24 @@ class _Run:
         """A family generated and pruned that no one sees: its counts only."""
         self.result.generated += 1
         if self.recording is not None:
-            self.recording.records.append([None, parent, why.rule, why.evidence.get("claim")])
+            self._record_counted(self.recording, parent, why.rule, why.evidence.get("claim"))
         self._count(why)
+
+    @staticmethod
+    def _record_counted(out: TaskOutcome, parent: str | None, rule: str,
+                        claim: object) -> None:
+        """A counted-only family: one more in the last entry when that is a run of such
+        siblings pruned alike and no candidate came between, else a new entry."""
+        last = out.records[-1] if out.records else None
+        if last is not None and last[0] is None and last[1:4] == [parent, rule, claim] and \
+                not (out.candidate_at and out.candidate_at[-1] == len(out.records)):
+            last[4] += 1
+        else:
+            out.records.append([None, parent, rule, claim, 1])
 
     def pruned(self, fam: Family, why: Pruned) -> None:
         if self.recording is not None:      # the family generated last
-            self.recording.records[-1][2:] = [why.rule, why.evidence.get("claim")]
+            self.recording.records[-1][2:4] = [why.rule, why.evidence.get("claim")]
         self._count(why)
         if self.tracer.wants_events:
             self.tracer.emit(FamilyPruned(fam.id, fam.parent, why.rule, why.reason,
@@ -1065,7 +1079,7 @@ def _bounded(out: TaskOutcome, incumbent_us: float | None, incumbent_id: str | N
                 continue
             if c.modeled_us is not None and (inc is None or c.modeled_us < inc):
                 inc, inc_id = c.modeled_us, c.id
-    for j, (fid, parent, _rule, _claim) in enumerate(out.records):
+    for j, (fid, parent, _rule, _claim, _n) in enumerate(out.records):
         seen_candidates(j)
         if parent in gone or parent in bounded:
             gone_at.add(j)
@@ -1078,17 +1092,21 @@ def _bounded(out: TaskOutcome, incumbent_us: float | None, incumbent_id: str | N
     seen_candidates(len(out.records))
     if not bounded:          # the walk's incumbent bounds nothing more than the task's did
         return out
-    families: dict[int, int] = {}      # provisional number → closed-up number
+    families: dict[int, int] = {}      # provisional number → closed-up number (named ones)
     pruned: Counter[str] = Counter()
     set_aside: Counter[str] = Counter()
-    for j, (fid, _parent, rule, claim) in enumerate(out.records):
+    provisional = closed_up = 0
+    for j, (fid, _parent, rule, claim, n) in enumerate(out.records):
+        provisional += n
         if j in gone_at:
             continue
-        families[j + 1] = len(families) + 1
+        if fid is not None:
+            families[provisional] = closed_up + 1
+        closed_up += n
         if fid in bounded:
             rule, claim = "cost_bound", "not_better"
         if rule is not None:
-            (set_aside if claim == "unproven" else pruned)[rule] += 1
+            (set_aside if claim == "unproven" else pruned)[rule] += n
     kept = [c for c in out.candidates if c.family not in gone and c.family not in bounded]
     candidates = {int(c.id[2:]): i + 1 for i, c in enumerate(kept)}
 
@@ -1119,7 +1137,7 @@ def _bounded(out: TaskOutcome, incumbent_us: float | None, incumbent_id: str | N
                 assert why is not None
                 events.append(_renamed_event(FamilyPruned(eid, e.parent, why.rule, why.reason,
                                                           why.evidence), name))
-    return replace(out, generated=len(families), pruned=pruned, set_aside=set_aside,
+    return replace(out, generated=closed_up, pruned=pruned, set_aside=set_aside,
                    candidates=[_renamed_candidate(c, name) for c in kept],
                    families=[CompleteFamily(name(f.id), replace(f.graph,
                                                                 name=name(f.graph.name)),

@@ -152,6 +152,18 @@ def test_branch_and_bound_prunes_on_workers_what_one_walk_prunes(cases):
         assert runs[name][1] == runs["one walk"][1], name
 
 
+def test_branch_and_bound_on_workers_with_no_one_listening(cases):
+    """With no tracer, families pruned before they are built are only counted, and a worker
+    records a run of such siblings as one entry: the merge's replay still counts, prunes and
+    numbers as one walk does."""
+    graph = cases.small("rmsnorm_matmul").graph
+    config = cases.reduced("rmsnorm_matmul", kernel_ops=("matmul", "rms_norm"),
+                           max_kernel_ops=2)
+    walk = outcome(search(graph, replace(config, split_depth=99)))
+    assert walk["summary"]["families"]["pruned"]["cost_bound"] > 0
+    assert outcome(search(graph, config, executor=Executor("processes", 2))) == walk
+
+
 def test_a_family_budget_stops_where_one_walk_stops(cases):
     graph = cases.small("rmsnorm_matmul").graph
     full = search(graph, cases.reduced("rmsnorm_matmul"))
