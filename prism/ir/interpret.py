@@ -22,8 +22,7 @@ references; data movement is the same in every domain.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,16 +37,11 @@ from prism.ir.spec import check
 
 
 def interpret(graph: KernelGraph, *arrays: Any, assignment: Mapping[str, int] | None = None,
-              semantics: Semantics | None = None, memo: TileMemo | None = None
-              ) -> list[np.ndarray]:
+              semantics: Semantics | None = None) -> list[np.ndarray]:
     """Run `graph` on `arrays` (inputs in the graph's input order); return its outputs.
 
     A symbolic graph needs an `assignment` of every variable (grid sizes, loop ranges, map bits).
-    `semantics` is the number domain (default `FLOAT64`, the op table's references). `memo`: a
-    caller that runs many graphs on the same read-only arrays (the search's quick trials: its
-    candidates share their first ops) keeps one `TileMemo` across the calls, and a value
-    computed before from the same arrays the same way is looked up instead of computed again;
-    the outputs are then read-only.
+    `semantics` is the number domain (default `FLOAT64`, the op table's references).
 
     NumPy's BLAS runs on one thread meanwhile: the interpreter multiplies many small tiles, and
     a threaded BLAS whose second thread waits for a busy core made each product up to 300×
@@ -55,63 +49,11 @@ def interpret(graph: KernelGraph, *arrays: Any, assignment: Mapping[str, int] | 
     second search worker). The caller's setting is restored on return.
     """
     with threadpool_limits(1, user_api="blas"):
-        return _interpret(graph, arrays, assignment, semantics, memo)
-
-
-class TileMemo:
-    """Values interpretations computed, by what each is a function of: the semantics, the
-    read-only input arrays it was computed from (held here, so that no other array can take
-    their identity), the maps, grid and loop range that tiled them, the ops (kinds and
-    attributes) and the iteration. The least recently used go first past `max_bytes`; a value
-    kept is made read-only, so no caller can change what a later run reads."""
-
-    def __init__(self, max_bytes: int = 256 << 20) -> None:
-        self.max_bytes = max_bytes
-        self._values: OrderedDict[Hashable, np.ndarray] = OrderedDict()
-        self._bytes = 0
-        self._inputs: dict[int, np.ndarray] = {}
-        self.hits = self.misses = 0
-
-    def input_key(self, array: Any) -> Hashable | None:
-        """The key of an input array, or None where it may change (writeable, or not NumPy's):
-        what is computed from it is then not kept."""
-        if not isinstance(array, np.ndarray) or array.flags.writeable:
-            return None
-        if id(array) not in self._inputs and len(self._inputs) >= _MEMO_INPUTS:
-            self.clear()                          # the caller moved on to other arrays
-        self._inputs[id(array)] = array
-        return ("input", id(array))
-
-    def get(self, key: Hashable) -> np.ndarray | None:
-        value = self._values.get(key)
-        if value is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        self._values.move_to_end(key)
-        return value
-
-    def put(self, key: Hashable, value: np.ndarray) -> None:
-        if value.nbytes > self.max_bytes or key in self._values:
-            return
-        value.flags.writeable = False
-        self._values[key] = value
-        self._bytes += value.nbytes
-        while self._bytes > self.max_bytes:
-            _, dropped = self._values.popitem(last=False)
-            self._bytes -= dropped.nbytes
-
-    def clear(self) -> None:
-        self._values.clear()
-        self._inputs.clear()
-        self._bytes = 0
-
-
-_MEMO_INPUTS = 64
+        return _interpret(graph, arrays, assignment, semantics)
 
 
 def _interpret(graph: KernelGraph, arrays: Sequence[Any], assignment: Mapping[str, int] | None,
-               semantics: Semantics | None, memo: TileMemo | None) -> list[np.ndarray]:
+               semantics: Semantics | None) -> list[np.ndarray]:
     sem = semantics or FLOAT64
     env = dict(assignment or {})
     check(graph, env)
@@ -119,28 +61,17 @@ def _interpret(graph: KernelGraph, arrays: Sequence[Any], assignment: Mapping[st
         raise InputError(f"graph takes {len(graph.inputs)} inputs ({', '.join(graph.inputs)}), "
                          f"got {len(arrays)}; pass one array per input, in that order")
     values: dict[str, np.ndarray] = {}
-    keys: dict[str, Hashable | None] = {}
     for name, arr in zip(graph.inputs, arrays, strict=True):
         values[name] = sem.convert(arr, name, _concrete(graph.shape(name), env))
-        keys[name] = None if memo is None else memo.input_key(arr)
     for op in graph.ops:
         if op.kind in ("input", "output"):
             continue
         if op.kind == "customized":
             assert op.block is not None
-            results, out_keys = _Kernel(op.block, env, sem, memo).run(
-                [values[t] for t in op.inputs], [keys[t] for t in op.inputs])
+            results = run_block_graph(op.block, [values[t] for t in op.inputs], env, sem)
             values.update(zip(op.outputs, results, strict=True))
-            keys.update(zip(op.outputs, out_keys, strict=True))
-            continue
-        parts = [keys[t] for t in op.inputs]
-        key = None if memo is None or None in parts else (sem, op.kind, op.attrs, tuple(parts))
-        value = None if key is None or memo is None else memo.get(key)
-        if value is None:
-            value = _apply(sem, op, [values[t] for t in op.inputs], 0)
-            if key is not None and memo is not None:
-                memo.put(key, value)
-        values[op.outputs[0]], keys[op.outputs[0]] = value, key
+        else:
+            values[op.outputs[0]] = _apply(sem, op, [values[t] for t in op.inputs], 0)
     return [values[t] for t in graph.outputs]
 
 
@@ -228,142 +159,55 @@ def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
                     env: Mapping[str, int] | None = None,
                     semantics: Semantics = FLOAT64) -> list[np.ndarray]:
     """Execute one custom kernel: every block of the grid, every loop iteration."""
-    return _Kernel(bg, env or {}, semantics, None).run(inputs, [None] * len(inputs))[0]
-
-
-class _Kernel:
-    """One custom kernel's run. Each value is computed when something reads it, once (per
-    iteration in the loop body), and, where the caller keeps a `TileMemo` and the value's
-    inputs are known to it, looked up there first by what it is a function of: its tensor's
-    structural key (`_keys`), the semantics and the iteration (or after the loop)."""
-
-    def __init__(self, bg: BlockGraph, env: Mapping[str, int], semantics: Semantics,
-                 memo: TileMemo | None) -> None:
-        self.bg, self.env, self.sem, self.memo = bg, env, semantics, memo
-        self.grid = [evaluate(g, env) for g in bg.grid]
-        self.loops = evaluate(bg.forloop_range, env)
-        self.k = len(self.grid)
-        self.post = bg.after_accum
-        self.producer = {op.outputs[0]: op for op in bg.ops
-                         if op.kind not in ("input", "output")}
-        self.tiles: dict[str, np.ndarray] = {}
-        self.keys: dict[str, Hashable | None] = {}
-        self.finals: dict[str, np.ndarray] = {}
-
-    def run(self, inputs: list[np.ndarray], keys: list[Hashable | None]
-            ) -> tuple[list[np.ndarray], list[Hashable | None]]:
-        """The kernel's outputs, and their keys (None where a value is not memoized)."""
-        bg, env = self.bg, self.env
-        for op, data, key in zip(bg.input_ops, inputs, keys, strict=True):
-            imap = _map_rows(op.attr["imap"], env)
-            fm = _map_rows(op.attr["fmap"], env)[0]
-            self.tiles[op.outputs[0]] = load_tiles(data, imap, fm, self.grid, self.loops)
-            self.keys[op.outputs[0]] = None if key is None else \
-                ("load", key, tuple(imap), fm, tuple(self.grid), self.loops)
-        for op in bg.ops:
-            if op.kind not in ("input", "output"):
-                parts = [self.keys[t] for t in op.inputs]
-                self.keys[op.outputs[0]] = None if None in parts else \
-                    (op.kind, op.attrs, tuple(parts), self.loops)
-        last = self._accumulate()
-        outs, out_keys = [], []
-        for op in bg.output_ops:
-            src = op.inputs[0]
-            omap = _map_rows(op.attr["omap"], env)
-            key = self._key(src, ("store", tuple(omap), tuple(self.grid)))
-            stored = self._memo_get(key)
-            if stored is None:
-                tile = self._after(src, last)
-                stored = store_tiles(tile, omap, self.grid, self.sem.sum_blocks)
-                self._memo_put(key, stored)
-            outs.append(stored)
-            out_keys.append(key)
-        return outs, out_keys
-
-    def _accumulate(self) -> dict[str, np.ndarray]:
-        """Run the loop for the accumulators the memo does not hold (each adds its iterations'
-        steps in order); the last iteration's values, which an op after the loop may read."""
-        accums = [op for op in self.bg.ops if OPS[op.kind].category == "accum"]
-        missing = []
-        for op in accums:
-            found = self._memo_get(self._key(op.outputs[0], "after"))
-            if found is None:
-                missing.append(op)
-            else:
-                self.finals[op.outputs[0]] = found
-        totals: dict[str, np.ndarray] = {}
-        running: dict[str, np.ndarray] = {}       # nored_rescale: the running row max
-        last: dict[str, np.ndarray] = {}
-        for i in range(self.loops if missing else 0):
-            last = {}
-            for op in missing:
-                name = op.outputs[0]
-                x = self._body(op.inputs[0], i, last)
-                if op.kind in RESCALED:
-                    _rescale_step(self.sem, name, x, self._body(op.inputs[1], i, last), totals,
-                                  running)
-                    continue
-                part = self.sem.accumulate[op.kind].step(x, op.attr)
-                # Steps add with `+`; a domain that must reduce its sums (modular) does it in
-                # finish.
-                totals[name] = part if name not in totals else totals[name] + part
-        for op in missing:
-            name = op.outputs[0]
-            if op.kind in RESCALED:
-                final = totals[name]
-            else:
-                width = evaluate(self.bg.shape(op.inputs[0])[-1], self.env) * self.loops
-                final = self.sem.accumulate[op.kind].finish(totals[name], width, op.attr)
-            self.finals[name] = final
-            self._memo_put(self._key(name, "after"), final)
-        return last
-
-    def _body(self, name: str, i: int, values: dict[str, np.ndarray]) -> np.ndarray:
-        """A loop-body value at iteration i (`values`: that iteration's, so far)."""
-        if name in values:
-            return values[name]
-        tiles = self.tiles.get(name)
-        if tiles is not None:
+    env = env or {}
+    grid = [evaluate(g, env) for g in bg.grid]
+    loops = evaluate(bg.forloop_range, env)
+    k = len(grid)
+    post = bg.after_accum
+    all_tiles = {}
+    for op, data in zip(bg.input_ops, inputs, strict=True):
+        fm = _map_rows(op.attr["fmap"], env)[0]
+        all_tiles[op.outputs[0]] = load_tiles(data, _map_rows(op.attr["imap"], env), fm, grid,
+                                              loops)
+    body = [op for op in bg.ops if op.kind not in ("input", "output")
+            and op.outputs[0] not in post]
+    accums = [op for op in bg.ops if OPS[op.kind].category == "accum"]
+    after = [op for op in bg.ops if op.kind not in ("input", "output") and op not in accums
+             and op.outputs[0] in post]
+    totals: dict[str, np.ndarray] = {}
+    running: dict[str, np.ndarray] = {}       # nored_rescale: the running row max
+    vals: dict[str, np.ndarray] = {}
+    for i in range(loops):
+        vals = {}
+        for name, tiles in all_tiles.items():
             # tiles: [*grid', F', *tile]; iteration i reads loop part i (or the only part).
             # Basic indexing gives a view; np.take would copy the whole input every iteration.
-            values[name] = tiles[(slice(None),) * self.k + (i if tiles.shape[self.k] > 1 else 0,)]
-            return values[name]
-        key = self._key(name, i)
-        value = self._memo_get(key)
-        if value is None:
-            op = self.producer[name]
-            value = _apply(self.sem, op, [self._body(t, i, values) for t in op.inputs], self.k)
-            self._memo_put(key, value)
-        values[name] = value
-        return value
-
-    def _after(self, name: str, last: dict[str, np.ndarray]) -> np.ndarray:
-        """A value after the loop: an accumulator's, one computed from them, or a pre-loop tile
-        as the last iteration left it (an op there reads only tiles the loop does not walk,
-        the same in every iteration)."""
-        if name in self.finals:
-            return self.finals[name]
-        if name not in self.post:
-            return self._body(name, self.loops - 1, last)
-        key = self._key(name, "after")
-        value = self._memo_get(key)
-        if value is None:
-            op = self.producer[name]
-            value = _apply(self.sem, op, [self._after(t, last) for t in op.inputs], self.k)
-            self._memo_put(key, value)
-        self.finals[name] = value
-        return value
-
-    def _key(self, name: str, where: object) -> Hashable | None:
-        key = self.keys.get(name)
-        return None if self.memo is None or key is None else (self.sem, key, where)
-
-    def _memo_get(self, key: Hashable | None) -> np.ndarray | None:
-        return None if key is None or self.memo is None else self.memo.get(key)
-
-    def _memo_put(self, key: Hashable | None, value: np.ndarray) -> None:
-        if key is not None and self.memo is not None:
-            self.memo.put(key, value)
+            vals[name] = tiles[(slice(None),) * k + (i if tiles.shape[k] > 1 else 0,)]
+        for op in body:
+            vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
+        for op in accums:
+            name = op.outputs[0]
+            if op.kind in RESCALED:
+                _rescale_step(semantics, name, vals[op.inputs[0]], vals[op.inputs[1]], totals,
+                              running)
+                continue
+            acc = semantics.accumulate[op.kind]
+            part = acc.step(vals[op.inputs[0]], op.attr)
+            # Steps add with `+`; a domain that must reduce its sums (modular) does it in finish.
+            totals[name] = part if name not in totals else totals[name] + part
+    # after the loop: the accumulated tiles, and the pre-loop tiles as the last iteration left
+    # them (an op there reads only those the loop does not walk, the same in every iteration)
+    for op in accums:
+        if op.kind in RESCALED:
+            vals[op.outputs[0]] = totals[op.outputs[0]]
+            continue
+        acc = semantics.accumulate[op.kind]
+        width = evaluate(bg.shape(op.inputs[0])[-1], env) * loops
+        vals[op.outputs[0]] = acc.finish(totals[op.outputs[0]], width, op.attr)
+    for op in after:
+        vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
+    return [store_tiles(vals[op.inputs[0]], _map_rows(op.attr["omap"], env), grid,
+                        semantics.sum_blocks) for op in bg.output_ops]
 
 
 def _rescale_step(semantics: Semantics, name: str, x: np.ndarray, m: np.ndarray,

@@ -36,7 +36,6 @@ from prism.expr.rules import Rule
 from prism.expr.tensor_terms import TensorAnalysis
 from prism.expr.terms import Term
 from prism.ir.graph import KernelGraph
-from prism.ir.interpret import TileMemo
 from prism.ir.spec import problems
 from prism.verify.randomized import random_test
 from prism.verify.translate import Translation, translate
@@ -133,8 +132,7 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
     are equal compute one function (the translation is what every proof rests on), so a
     candidate whose terms an earlier one refuted is refuted with that candidate's
     counterexample, which its reason says, and one whose terms passed the trial goes straight
-    to the proof. The quick trials also keep, in the memo, the values they interpreted
-    (`prism.ir.interpret.TileMemo`): candidates share their first ops, computed once."""
+    to the proof."""
     clock = _Clock()
     invalid = invalid_reason(target, candidate)
     if invalid:
@@ -151,8 +149,7 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
                 "candidate's"))
         env = _small_assignment(candidate) if seen is None else None
         if env is not None:
-            tiles = proofs.setdefault(_TILES, TileMemo()) if proofs is not None else None
-            quick = random_test(target, candidate, assignments=[env], trials=1, memo=tiles)
+            quick = random_test(target, candidate, assignments=[env], trials=1)
             if quick.found_difference:
                 cex = quick.counterexample.to_json() if quick.counterexample else None
                 refuted = Verdict("not_equivalent", quick.method, clock(), counterexample=cex,
@@ -177,9 +174,6 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
                              loop_first=True, memo=memo)
     return verdict if verdict is not None else \
         _fallback(target, candidate, clock, notes, gaps[-1] if gaps else None)
-
-
-_TILES = "the quick trials' interpreted values"   # verify's memo: its TileMemo
 
 
 def _terms_key(target: KernelGraph, candidate: KernelGraph) -> tuple[Any, ...] | None:

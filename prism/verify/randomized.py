@@ -37,7 +37,7 @@ from prism.errors import DimExprError, VerifyError
 from prism.expr.evidence import ANY, POSITIVE, POSITIVE_DRAW, operand_need
 from prism.ir.dims import Dim, evaluate
 from prism.ir.graph import KernelGraph, Map, Op, Shape
-from prism.ir.interpret import TileMemo, interpret
+from prism.ir.interpret import interpret
 from prism.ir.semantics import FLOAT64, Semantics
 from prism.ir.spec import problems
 from prism.verify import modular
@@ -180,14 +180,11 @@ def _first(bad: np.ndarray) -> tuple[int, ...]:
 
 def random_test(target: KernelGraph, candidate: KernelGraph, *,
                 assignments: Sequence[Mapping[str, int]] | None = None, trials: int = 3,
-                seed: int = 0, rtol: float = 1e-9, memo: TileMemo | None = None
-                ) -> RandomTestResult:
+                seed: int = 0, rtol: float = 1e-9) -> RandomTestResult:
     """Do `target` and `candidate` agree in float64 on `trials` random inputs (up to `rtol` of
-    each output's largest magnitude), under each assignment of the candidate's free variables?
-    `memo`: kept across calls by a caller that tests many candidates against one target (the
-    search), whose shared first ops are then interpreted once (`prism.ir.interpret.TileMemo`)."""
+    each output's largest magnitude), under each assignment of the candidate's free variables?"""
     method = _Method("random-float64", FLOAT64, float_inputs, _float_diff(rtol))
-    return _run(method, target, candidate, assignments, trials, seed, memo)
+    return _run(method, target, candidate, assignments, trials, seed)
 
 
 def modular_test(target: KernelGraph, candidate: KernelGraph, *,
@@ -203,7 +200,7 @@ def modular_test(target: KernelGraph, candidate: KernelGraph, *,
 
 def _run(method: _Method, target: KernelGraph, candidate: KernelGraph,
          assignments: Sequence[Mapping[str, int]] | None, trials: int,
-         seed: int, memo: TileMemo | None = None) -> RandomTestResult:
+         seed: int) -> RandomTestResult:
     if trials < 1:
         raise VerifyError(f"trials is {trials}; run at least one trial")
     shapes = _comparable(target, candidate)
@@ -230,7 +227,7 @@ def _run(method: _Method, target: KernelGraph, candidate: KernelGraph,
             key = _key(env)
             if key not in tested:
                 tested.append(key)
-            got = _quietly(candidate, arrays, env, method.semantics, memo)
+            got = _quietly(candidate, arrays, env, method.semantics)
             failed = _compare_outputs(method, want, got, key, trial_seed, trials, tested,
                                       drawn_positive)
             if failed is not None and failed.found_difference:
@@ -265,11 +262,11 @@ def _target_run(method: _Method, target: KernelGraph, shapes: Shapes, seed: int,
 
 
 def _quietly(graph: KernelGraph, arrays: list[np.ndarray], env: Mapping[str, int],
-             semantics: Semantics, memo: TileMemo | None = None) -> list[np.ndarray]:
+             semantics: Semantics) -> list[np.ndarray]:
     """`interpret` without NumPy's warnings: a draw may still leave an op's domain (a negative
     scalar before a √, a near-zero divisor), and the comparison reports the nan or inf."""
     with np.errstate(all="ignore"):
-        return interpret(graph, *arrays, assignment=env, semantics=semantics, memo=memo)
+        return interpret(graph, *arrays, assignment=env, semantics=semantics)
 
 
 def _compare_outputs(method: _Method, want: list[np.ndarray], got: list[np.ndarray],
