@@ -37,8 +37,6 @@ from prism.workloads import VARIANTS, WORKLOADS, get_workload
 def _corpus_graphs() -> dict[str, Callable[[], KernelGraph]]:
     """The corpus's programs and modules, traced as `bench/corpus.py` traces them."""
     import torch
-
-    import prism
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from corpus import _corpus
 

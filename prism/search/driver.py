@@ -307,10 +307,11 @@ class TaskOutcome:
     worker: str = ""
     # On a worker, for the merge to apply branch and bound as one depth-first search would
     # (with the walk's incumbent, not the worse one the task started from): every family in
-    # order as [id, parent, rule, claim, n] (id None: counted only; n families alike, for a run
-    # of counted-only siblings pruned by one rule, which is most of a large search: one entry
-    # a family made a task of 60 million families hold gigabytes), the position of each
-    # candidate among them, and the lower bound of each family that reached `cost_bound`.
+    # order as [id, parent, rule, claim, n] (id None: counted only; n > 1 for a run of
+    # counted-only siblings pruned by one rule, which are most of a large search's families:
+    # with an entry each, a search of 60 million families left gigabytes on the coordinator),
+    # the position of each candidate among them, and the lower bound of each family that
+    # reached `cost_bound`.
     records: list[list[Any]] = field(default_factory=list)
     candidate_at: list[int] = field(default_factory=list)
     bounds: dict[str, float] = field(default_factory=dict)
