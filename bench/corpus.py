@@ -18,6 +18,7 @@ import importlib.util
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,24 @@ def _corpus() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def corpus_targets() -> dict[str, Callable[[], Any]]:
+    """Each corpus program and module by name: a function that traces it (`prism.workload`,
+    or `prism.workload.from_module` on a zero input of its shape and dtype)."""
+    import torch
+
+    import prism
+
+    corpus = _corpus()
+    targets: dict[str, Callable[[], Any]] = {}
+    for name, p in corpus.PROGRAMS.items():
+        targets[name] = lambda p=p: prism.workload(p.fn, dtype=p.dtype,
+                                                     bool_inputs=p.bool_inputs, **p.shapes)
+    for name, m in corpus.MODULES.items():
+        targets[name] = lambda m=m: prism.workload.from_module(
+            m.make(), torch.zeros(*m.shape, dtype=getattr(torch, m.dtype)))
+    return targets
 
 
 def _row(name: str, target: Any, budget: float) -> dict[str, Any]:
@@ -68,18 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=300.0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    corpus = _corpus()
-    import torch
-
-    import prism
-
-    targets: dict[str, Any] = {}
-    for name, p in corpus.PROGRAMS.items():
-        targets[name] = lambda p=p: prism.workload(p.fn, dtype=p.dtype,
-                                                     bool_inputs=p.bool_inputs, **p.shapes)
-    for name, m in corpus.MODULES.items():
-        targets[name] = lambda m=m: prism.workload.from_module(
-            m.make(), torch.zeros(*m.shape, dtype=getattr(torch, m.dtype)))
+    targets = corpus_targets()
     rows = []
     for name in args.names or list(targets):
         row = _row(name, targets[name](), args.budget)

@@ -5,7 +5,8 @@
                                               [--workers 2] [--pipeline] [--corpus]
 
 One JSON line per workload: wall seconds, the number of block ops, families generated and kept,
-the stop reason, whether the search was exhaustive, the verdict counts and the best candidate.
+the stop reason, whether the search was exhaustive, the verdict counts and the best candidate
+(`best_us`: its latency modeled by the cost model on the default device, the H100).
 The block vocabulary is the op table's block ops that are in Prism's default or in the program
 (in the op table's order); a block may read every input of the program, as `superoptimize`
 allows. With `--pipeline` the rest of the config is `superoptimize`'s own
@@ -36,19 +37,11 @@ from prism.workloads import VARIANTS, WORKLOADS, get_workload
 
 def _corpus_graphs() -> dict[str, Callable[[], KernelGraph]]:
     """The corpus's programs and modules, traced as `bench/corpus.py` traces them."""
-    import torch
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from corpus import _corpus
+    from corpus import corpus_targets
 
-    corpus = _corpus()
-    graphs: dict[str, Callable[[], KernelGraph]] = {}
-    for name, p in corpus.PROGRAMS.items():
-        graphs[name] = lambda p=p: prism.workload(p.fn, dtype=p.dtype, bool_inputs=p.bool_inputs,
-                                                  **p.shapes).graph
-    for name, m in corpus.MODULES.items():
-        graphs[name] = lambda m=m: prism.workload.from_module(
-            m.make(), torch.zeros(*m.shape, dtype=getattr(torch, m.dtype))).graph
-    return graphs
+    return {name: (lambda trace=trace: trace().graph)
+            for name, trace in corpus_targets().items()}
 
 
 def main() -> None:

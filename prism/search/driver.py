@@ -316,6 +316,16 @@ class TaskOutcome:
     candidate_at: list[int] = field(default_factory=list)
     bounds: dict[str, float] = field(default_factory=dict)
 
+    def record_counted(self, parent: str | None, rule: str, claim: object) -> None:
+        """A counted-only family: one more in the last entry when that is a run of such
+        siblings pruned alike and no candidate came between, else a new entry."""
+        last = self.records[-1] if self.records else None
+        if last is not None and last[0] is None and last[1:4] == [parent, rule, claim] and \
+                not (self.candidate_at and self.candidate_at[-1] == len(self.records)):
+            last[4] += 1
+        else:
+            self.records.append([None, parent, rule, claim, 1])
+
 
 class _Run:
     """One search: the generator's callbacks, the verifier, the counts."""
@@ -477,20 +487,8 @@ class _Run:
         """A family generated and pruned that no one sees: its counts only."""
         self.result.generated += 1
         if self.recording is not None:
-            self._record_counted(self.recording, parent, why.rule, why.evidence.get("claim"))
+            self.recording.record_counted(parent, why.rule, why.evidence.get("claim"))
         self._count(why)
-
-    @staticmethod
-    def _record_counted(out: TaskOutcome, parent: str | None, rule: str,
-                        claim: object) -> None:
-        """A counted-only family: one more in the last entry when that is a run of such
-        siblings pruned alike and no candidate came between, else a new entry."""
-        last = out.records[-1] if out.records else None
-        if last is not None and last[0] is None and last[1:4] == [parent, rule, claim] and \
-                not (out.candidate_at and out.candidate_at[-1] == len(out.records)):
-            last[4] += 1
-        else:
-            out.records.append([None, parent, rule, claim, 1])
 
     def pruned(self, fam: Family, why: Pruned) -> None:
         if self.recording is not None:      # the family generated last
