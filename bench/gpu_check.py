@@ -74,6 +74,9 @@ def main() -> int:
     ap.add_argument("--workloads", default=",".join((*NINE, *SAFE)))
     ap.add_argument("--device", default="h100", help="the cost model's device for the model "
                     "column (h100, h200, a100)")
+    ap.add_argument("--executor", default="local", help="where each optimize run's search "
+                    "runs (local, processes, ray): the same results, sooner on many cores")
+    ap.add_argument("--workers", type=int, help="worker processes for --executor processes")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -87,9 +90,12 @@ def main() -> int:
     for name in args.workloads.split(","):
         folder = out / name
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "prism", "optimize", name, "--measure",
-                               "cuda", "--device", args.device, "--budget", str(args.budget),
-                               "--out", str(folder), "--json"], capture_output=True, text=True)
+        command = [sys.executable, "-m", "prism", "optimize", name, "--measure", "cuda",
+                   "--device", args.device, "--budget", str(args.budget), "--out", str(folder),
+                   "--json", "--executor", args.executor]
+        if args.workers:
+            command += ["--workers", str(args.workers)]
+        done = subprocess.run(command, capture_output=True, text=True)
         seconds = time.perf_counter() - started
         try:
             doc = json.loads(done.stdout)
@@ -98,33 +104,51 @@ def main() -> int:
         row = {"workload": name, "optimize_s": round(seconds, 1)}
         if not doc.get("best"):
             row["error"] = doc.get("error") or "no kernel"
-            rows.append(row)
-            continue
-        w = prism.get_workload(name)
-        inputs = [torch.tensor(a, dtype=torch.float16, device="cuda")
-                  for a in w.random_inputs(0)]
-        spec = importlib.util.spec_from_file_location(f"best_{name}", folder / "kernel.py")
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        eager = w.__wrapped__
-        compiled = torch.compile(eager)
-        want = eager(*inputs)
-        got = module.run(*inputs)
-        err = float((got.float() - want.float()).abs().max() / want.float().abs().max())
-        compiled(*inputs)  # compile before timing
-        row.update(timed({"prism": module.run, "eager": eager, "compile": compiled}, inputs))
-        if name in SAFE:
-            row.update(large_logits(module.run, eager, inputs, normed=name.startswith("qknorm")))
-        best = doc["best"]
-        row.update({"tuned_us": best["latency_us"], "tuned_kind": best["latency_kind"],
-                    "modeled_us": best["modeled_us"], "roofline_us": best["roofline_us"],
-                    "modeled_eager_us": doc["baseline"]["eager_latency_us"],
-                    "params": best["params"], "kernels": best["num_kernels"],
-                    "max_rel_err_vs_eager": err, "gpu": torch.cuda.get_device_name(),
-                    "model_error": round(row["prism_us"] / best["modeled_us"], 3)})
+            print(done.stderr[-2000:], file=sys.stderr)
+        else:
+            try:
+                row.update(compared(name, folder, doc, prism.get_workload(name)))
+            except Exception as e:  # one workload's failure is its row, not the run's
+                row["error"] = f"{type(e).__name__}: {e}"
         rows.append(row)
         print(json.dumps(row), flush=True)
+        write(out, rows)
+    print((out / "gpu_check.md").read_text())
+    return 0 if all("error" not in r for r in rows) else 1
+
+
+def compared(name: str, folder: Path, doc: dict[str, Any], w: Any) -> dict[str, Any]:
+    """The best kernel of `name`'s optimize run (in `folder`, described by `doc`) timed beside
+    eager and torch.compile, with its error against eager and the model's error."""
+    import torch
+    row: dict[str, Any] = {}
+    inputs = [torch.tensor(a, dtype=torch.float16, device="cuda")
+              for a in w.random_inputs(0)]
+    spec = importlib.util.spec_from_file_location(f"best_{name}", folder / "kernel.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    eager = w.__wrapped__
+    compiled = torch.compile(eager)
+    want = eager(*inputs)
+    got = module.run(*inputs)
+    err = float((got.float() - want.float()).abs().max() / want.float().abs().max())
+    compiled(*inputs)  # compile before timing
+    row.update(timed({"prism": module.run, "eager": eager, "compile": compiled}, inputs))
+    if name in SAFE:
+        row.update(large_logits(module.run, eager, inputs, normed=name.startswith("qknorm")))
+    best = doc["best"]
+    row.update({"tuned_us": best["latency_us"], "tuned_kind": best["latency_kind"],
+                "modeled_us": best["modeled_us"], "roofline_us": best["roofline_us"],
+                "modeled_eager_us": doc["baseline"]["eager_latency_us"],
+                "params": best["params"], "kernels": best["num_kernels"],
+                "max_rel_err_vs_eager": err, "gpu": torch.cuda.get_device_name(),
+                "model_error": round(row["prism_us"] / best["modeled_us"], 3)})
+    return row
+
+
+def write(out: Path, rows: list[dict[str, Any]]) -> None:
+    """gpu_check.json and gpu_check.md for the rows so far."""
     (out / "gpu_check.json").write_text(json.dumps(rows, indent=2))
     lines = ["| workload | prism µs (measured) | eager µs (measured) | torch.compile µs (measured) "
              "| prism modeled µs | measured / modeled | roofline µs (modeled) | rel err | params |",
@@ -140,8 +164,6 @@ def main() -> int:
     lines.append(f"\nMeasured columns (and the tuner's cuda timings): {CACHE_REGIME}; the "
                  "modeled columns predict the same regime.")
     (out / "gpu_check.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return 0 if all("error" not in r for r in rows) else 1
 
 
 if __name__ == "__main__":
