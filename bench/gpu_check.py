@@ -49,6 +49,28 @@ def timed(fns: Mapping[str, Callable[..., Any]], inputs: Sequence[Any]) -> dict[
     return row
 
 
+GRAPH_REGIME = ("CUDA graph replay (triton.testing.do_bench_cudagraph, median): no host launch "
+                "cost, L2 warm")
+
+
+def graph_us(fns: Mapping[str, Callable[..., Any]], inputs: Sequence[Any]) -> dict[str, Any]:
+    """`<name>_graph_us` for each of `fns`: the median µs of a call replayed from a CUDA graph,
+    which leaves out the host's launch cost that `time_us` includes (Triton's Python launcher
+    is a large part of a small kernel's time); None, with the reason, where a call cannot be
+    captured."""
+    import triton.testing
+    row: dict[str, Any] = {"graph_regime": GRAPH_REGIME}
+    for name, fn in fns.items():
+        try:
+            ms = triton.testing.do_bench_cudagraph(functools.partial(fn, *inputs), rep=100,
+                                                   return_mode="median")
+            row[f"{name}_graph_us"] = round(ms * 1000, 2)
+        except Exception as e:  # a call that cannot be captured is a reason, not a failed run
+            row[f"{name}_graph_us"] = None
+            row[f"{name}_graph_error"] = f"{type(e).__name__}: {e}"[:300]
+    return row
+
+
 def large_logits(kernel: Callable[..., Any], eager: Callable[..., Any],
                  inputs: Sequence[Any], normed: bool) -> dict[str, Any]:
     """The safe kernel on logits of magnitude about 100 (K scaled up: fp16's exp overflows past
@@ -137,6 +159,8 @@ def compared(name: str, folder: Path, doc: dict[str, Any], w: Any) -> dict[str, 
     row.update(timed({"prism": module.run, "eager": eager, "compile": compiled}, inputs))
     if name in SAFE:
         row.update(large_logits(module.run, eager, inputs, normed=name.startswith("qknorm")))
+    # last: a failed capture must not disturb the columns above
+    row.update(graph_us({"prism": module.run, "eager": eager, "compile": compiled}, inputs))
     best = doc["best"]
     row.update({"tuned_us": best["latency_us"], "tuned_kind": best["latency_kind"],
                 "modeled_us": best["modeled_us"], "roofline_us": best["roofline_us"],
@@ -151,18 +175,21 @@ def write(out: Path, rows: list[dict[str, Any]]) -> None:
     """gpu_check.json and gpu_check.md for the rows so far."""
     (out / "gpu_check.json").write_text(json.dumps(rows, indent=2))
     lines = ["| workload | prism µs (measured) | eager µs (measured) | torch.compile µs (measured) "
-             "| prism modeled µs | measured / modeled | roofline µs (modeled) | rel err | params |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| prism modeled µs | measured / modeled | roofline µs (modeled) | rel err | params "
+             "| prism µs (graph) | eager µs (graph) | torch.compile µs (graph) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | | |")
+            lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | | | | | |")
             continue
         lines.append(f"| {r['workload']} | {r['prism_us']} | {r['eager_us']} | "
                      f"{r['compile_us']} | {r['modeled_us']} | {r['model_error']} | "
                      f"{r['roofline_us']} | "
-                     f"{r['max_rel_err_vs_eager']:.1e} | {r['params']} |")
+                     f"{r['max_rel_err_vs_eager']:.1e} | {r['params']} | "
+                     f"{r.get('prism_graph_us')} | {r.get('eager_graph_us')} | "
+                     f"{r.get('compile_graph_us')} |")
     lines.append(f"\nMeasured columns (and the tuner's cuda timings): {CACHE_REGIME}; the "
-                 "modeled columns predict the same regime.")
+                 "modeled columns predict the same regime. Graph columns: " + GRAPH_REGIME + ".")
     (out / "gpu_check.md").write_text("\n".join(lines) + "\n")
 
 
