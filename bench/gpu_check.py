@@ -123,7 +123,8 @@ def main() -> int:
             doc = json.loads(done.stdout)
         except ValueError:
             doc = {"error": {"message": done.stderr.strip().splitlines()[-1:]}}
-        row = {"workload": name, "optimize_s": round(seconds, 1)}
+        row = {"workload": name, "optimize_s": round(seconds, 1), "budget_s": args.budget,
+               "executor": args.executor + (f" x{args.workers}" if args.workers else "")}
         if not doc.get("best"):
             row["error"] = doc.get("error") or "no kernel"
             print(done.stderr[-2000:], file=sys.stderr)
@@ -178,18 +179,24 @@ def write(out: Path, rows: list[dict[str, Any]]) -> None:
              "| prism modeled µs | measured / modeled | roofline µs (modeled) | rel err | params "
              "| prism µs (graph) | eager µs (graph) | torch.compile µs (graph) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    notes = []
     for r in rows:
+        label = r["workload"] + (f" ({r['budget_s']:g} s)" if "budget_s" in r else "")
+        if r.get("note"):
+            notes.append(f"- {r['workload']}: {r['note']}")
         if "error" in r:
-            lines.append(f"| {r['workload']} | error: {r['error']} | | | | | | | | | | |")
+            lines.append(f"| {label} | error: {r['error']} | | | | | | | | | | |")
             continue
-        lines.append(f"| {r['workload']} | {r['prism_us']} | {r['eager_us']} | "
+        lines.append(f"| {label} | {r['prism_us']} | {r['eager_us']} | "
                      f"{r['compile_us']} | {r['modeled_us']} | {r['model_error']} | "
                      f"{r['roofline_us']} | "
                      f"{r['max_rel_err_vs_eager']:.1e} | {r['params']} | "
                      f"{r.get('prism_graph_us')} | {r.get('eager_graph_us')} | "
                      f"{r.get('compile_graph_us')} |")
     lines.append(f"\nMeasured columns (and the tuner's cuda timings): {CACHE_REGIME}; the "
-                 "modeled columns predict the same regime. Graph columns: " + GRAPH_REGIME + ".")
+                 "modeled columns predict the same regime. Graph columns: " + GRAPH_REGIME + ". "
+                 "A workload's (N s) is its optimize run's budget.")
+    lines += ["", *notes] if notes else []
     (out / "gpu_check.md").write_text("\n".join(lines) + "\n")
 
 

@@ -452,10 +452,13 @@ def measured_section(results: Path) -> dict[str, Any]:
                 rows.append({"workload": r.get("workload"), "kind": "measured",
                              **{k: r.get(k) for k in ("prism_us", "eager_us", "compile_us",
                                                       "modeled_us", "model_error", "gpu",
-                                                      "cache", "params")}})
+                                                      "cache", "params", "prism_graph_us",
+                                                      "eager_graph_us", "compile_graph_us",
+                                                      "graph_regime", "budget_s", "note")}})
             elif isinstance(r, dict):
                 rows.append({"workload": r.get("workload"), "kind": "measured",
-                             "error": r.get("error", "no timing")})
+                             "error": r.get("error", "no timing"),
+                             **{k: r[k] for k in ("budget_s", "note") if k in r}})
     calibration = []
     for path in sorted((results / "calibration").glob("calibration-*-measured.json")):
         try:

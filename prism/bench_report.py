@@ -79,9 +79,11 @@ def load_results(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def latest_results(folder: Path) -> Path:
-    """The newest full (not `--quick`) run in `folder`, by the date it records."""
-    found = []
+def latest_results(folder: Path, covering: Sequence[str] = ()) -> Path:
+    """The newest full (not `--quick`) run in `folder`, by the date it records; with
+    `covering`, the newest of those that ran every one of those workloads (a run of a few
+    named workloads does not stand for the whole table), else the newest."""
+    found, whole = [], []
     for p in sorted(folder.glob("*.json")):
         try:
             doc = load_results(p)
@@ -89,10 +91,12 @@ def latest_results(folder: Path) -> Path:
             continue
         if not doc.get("settings", {}).get("quick") and doc["rows"]:   # not an ablation run
             found.append((str(doc["date"]), p))
+            if set(covering) <= {r.get("workload") for r in doc["rows"]}:
+                whole.append((str(doc["date"]), p))
     if not found:
         raise ResultsError(f"{folder} holds no full `prism bench` run; run `prism bench` "
                            "(without --quick) first")
-    return max(found)[1]
+    return max(whole or found)[1]
 
 
 # -- text ------------------------------------------------------------------------------------
@@ -212,15 +216,31 @@ def measured_lines(measured: Mapping[str, Any]) -> Iterator[str]:
     if rows:
         yield ""
         yield ("| workload | prism µs (measured) | eager µs (measured) | torch.compile µs "
-               "(measured) | prism µs (modeled) | measured / modeled | GPU |")
-        yield "|---|---|---|---|---|---|---|"
+               "(measured) | prism µs (modeled) | measured / modeled | GPU | prism / eager / "
+               "torch.compile µs (graph replay) |")
+        yield "|---|---|---|---|---|---|---|---|"
+        notes = []
         for r in rows:
+            # the optimize run's budget, where the row records it: a winner is what it found
+            label = r["workload"] + (f" ({r['budget_s']:g} s)" if r.get("budget_s") else "")
+            if r.get("note"):
+                notes.append(f"- {r['workload']}: {r['note']}")
             if "error" in r:
-                yield f"| {r['workload']} | error: {r['error']} | | | | | |"
+                yield f"| {label} | error: {r['error']} | | | | | | |"
                 continue
-            yield (f"| {r['workload']} | {_num(r.get('prism_us'))} | {_num(r.get('eager_us'))} "
+            graph = " / ".join(_num(r.get(f"{k}_graph_us")) for k in ("prism", "eager",
+                                                                      "compile"))
+            yield (f"| {label} | {_num(r.get('prism_us'))} | {_num(r.get('eager_us'))} "
                    f"| {_num(r.get('compile_us'))} | {_num(r.get('modeled_us'))} | "
-                   f"{_num(r.get('model_error'), '.3f')} | {r.get('gpu') or ''} |")
+                   f"{_num(r.get('model_error'), '.3f')} | {r.get('gpu') or ''} | {graph} |")
+        for what, key in (("Measured columns", "cache"), ("Graph replay", "graph_regime")):
+            regimes = sorted({r[key] for r in rows if r.get(key)})
+            if regimes:
+                yield ""
+                yield f"{what}: {'; '.join(regimes)}."
+        if notes:
+            yield ""
+            yield from notes
     for c in measured.get("calibration") or []:
         yield ""
         yield f"Calibration of {c['device']} on {c.get('gpu') or 'a GPU'} ({c.get('date')}):"

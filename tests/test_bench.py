@@ -483,6 +483,22 @@ def test_an_ablation_run_is_not_the_latest_full_run(tmp_path):
     assert bench_report.latest_results(tmp_path).name == f"{bench_report.stem(full)}.json"
 
 
+def test_the_readme_stands_on_the_newest_run_of_every_workload(tmp_path):
+    """A later run of a few named workloads is the newest, but not the README's whole table."""
+    whole = {"date": "2026-01-02T00:00:00+00:00", "commit": "a" * 40, "settings": {},
+             "rows": [{"workload": "w"}, {"workload": "v"}]}
+    few = {**whole, "date": "2026-01-03T00:00:00+00:00", "commit": "b" * 40,
+           "rows": [{"workload": "v"}]}
+    for d in (whole, few):
+        (tmp_path / f"{bench_report.stem(d)}.json").write_text(json.dumps(d))
+    assert bench_report.latest_results(tmp_path).name == f"{bench_report.stem(few)}.json"
+    assert bench_report.latest_results(tmp_path, covering=("w", "v")).name == \
+        f"{bench_report.stem(whole)}.json"
+    # none covers them: the newest still stands
+    assert bench_report.latest_results(tmp_path, covering=("u",)).name == \
+        f"{bench_report.stem(few)}.json"
+
+
 def test_measured_rows_come_from_the_gpu_checks_files_and_only_measured_figures(tmp_path):
     """`prism bench` merges what bench/gpu_check.sh wrote: gpu_check.json rows (as
     bench/gpu_check.py writes them) and calibration figures of kind `measured`; an interpreted
@@ -518,7 +534,16 @@ def test_measured_rows_come_from_the_gpu_checks_files_and_only_measured_figures(
     assert len(got["calibration"]) == 1
     assert list(got["calibration"][0]["figures"]) == ["launch_us"]
     text = "\n".join(measured_lines(got))
-    assert "| swiglu | 12.50 | 30.00 | 20.00 | 10.00 | 1.250 | NVIDIA H100 |" in text
+    assert "| swiglu | 12.50 | 30.00 | 20.00 | 10.00 | 1.250 | NVIDIA H100 | n/a / n/a / n/a |" \
+        in text
+    # a row's budget, graph-replay timings and note reach the table
+    rows[0].update(budget_s=35.0, prism_graph_us=5.5, eager_graph_us=6.0, compile_graph_us=4.75,
+                   graph_regime="graph replay", note="the input program won")
+    (tmp_path / "gpu_check" / "gpu_check.json").write_text(json.dumps(rows))
+    text = "\n".join(measured_lines(measured_section(tmp_path)))
+    assert "| swiglu (35 s) | 12.50 | 30.00 | 20.00 | 10.00 | 1.250 | NVIDIA H100 | " \
+        "5.50 / 6.00 / 4.75 |" in text
+    assert "- swiglu: the input program won" in text and "graph replay" in text
     assert "launch_us: 3.1 (measured) against the model's 4.0 (0.775x)" in text
     (tmp_path / "gpu_check" / "gpu_check.json").write_text("{not json")
     with pytest.raises(bench.BenchError, match="not JSON"):

@@ -7,7 +7,9 @@
 - `cuda`      → `measured`: the generated module on the GPU, median of CUDA-event timings
                 (`triton.testing.do_bench`), checked against the float64 reference once.
 
-Checks run the kernel on copies of the inputs in the program's dtype (`prism.ir.dtypes`) against
+Checks run the kernel on the workload's own inputs where the run has a workload (drawn at its
+declared scales, which keep exp in range: `Workload.random_inputs`), else on `random_inputs`,
+on copies of the inputs in the program's dtype (`prism.ir.dtypes`) against
 the float64 interpreter on the same dtype-rounded values, within that dtype's tolerance. Triton
 3.9's interpreter computes a bf16 `tl.dot` wrong (`bench/bf16_interpreter.py` shows it: it
 multiplies the raw 16-bit patterns), so under the interpreter a bf16 program's kernel runs on
@@ -21,7 +23,7 @@ A backend raises `MeasureError` for a kernel that runs wrong; the tuner scores i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -63,14 +65,26 @@ class ModelBackend:
 
 
 def random_inputs(graph: KernelGraph, seed: int = 0, scale: float = 0.5) -> list[np.ndarray]:
-    """Non-zero inputs: uniform in ±[0.1, 1] × scale, so no input lane is 0 and exp stays in
-    fp16 range at the workloads' sizes."""
+    """Non-zero inputs: uniform in ±[0.1, 1] × scale, so no input lane is 0. For a graph with
+    no workload behind it: a workload's inputs (`check_arrays`) are drawn at the scales it
+    declares, and these are not (qknorm_attention's normalised Q makes logits of about ±16
+    from them, past fp16's exp)."""
     rng = np.random.default_rng(seed)
     out = []
     for shape in graph.user_input_shapes():     # as `run` takes them (the graph's views)
         mag = rng.uniform(0.1, 1.0, shape) * scale
         out.append(np.where(rng.random(shape) < 0.5, -mag, mag))
     return out
+
+
+def check_arrays(graph: KernelGraph, inputs: tuple[np.ndarray, ...] | None) -> list[np.ndarray]:
+    """The arrays a check runs `graph` on: `inputs` (the workload's, in the user's layout) when
+    their shapes are the graph's, else `random_inputs(graph)` (a graph at other shapes, or no
+    workload)."""
+    if inputs is not None and [tuple(a.shape) for a in inputs] == \
+            [tuple(s) for s in graph.user_input_shapes()]:
+        return list(inputs)
+    return random_inputs(graph)
 
 
 def tensors_for_check(arrays: list[np.ndarray], dtype: DType, device: str) -> list[Any]:
@@ -147,6 +161,7 @@ class InterpretBackend:
     dtype: DType = DEFAULT_DTYPE
     name: str = "interpret"
     kind: str = "interpreted"
+    inputs: tuple[np.ndarray, ...] | None = None   # the workload's (`check_arrays`)
 
     def measure(self, graph: KernelGraph, program: TritonProgram | None) -> float:
         from prism.instantiate.triton_backend import interpreting, load
@@ -157,7 +172,8 @@ class InterpretBackend:
                                "--measure cuda, or set TRITON_INTERPRET=1 before starting")
         module = load(program)
         started = time.perf_counter()
-        check_outputs(graph, program, module, "cpu", dtype=self.dtype)
+        check_outputs(graph, program, module, "cpu", check_arrays(graph, self.inputs),
+                      dtype=self.dtype)
         return (time.perf_counter() - started) * 1e6
 
 
@@ -166,6 +182,7 @@ class CudaBackend:
     dtype: DType = DEFAULT_DTYPE
     name: str = "cuda"
     kind: str = "measured"
+    inputs: tuple[np.ndarray, ...] | None = None   # the workload's (`check_arrays`)
 
     def measure(self, graph: KernelGraph, program: TritonProgram | None) -> float:
         import torch
@@ -177,8 +194,9 @@ class CudaBackend:
             raise MeasureError("--measure cuda needs a CUDA GPU and TRITON_INTERPRET unset; "
                                "use --measure model (or interpret) on this machine")
         module = load(program)
-        check_outputs(graph, program, module, "cuda", dtype=self.dtype)
-        inputs = tensors_for_check(random_inputs(graph), self.dtype, "cuda")
+        arrays = check_arrays(graph, self.inputs)
+        check_outputs(graph, program, module, "cuda", arrays, dtype=self.dtype)
+        inputs = tensors_for_check(arrays, self.dtype, "cuda")
         return bench_cuda(lambda: module.run(*inputs))
 
 
@@ -216,16 +234,20 @@ def check_kernel(graph: KernelGraph, source: str, arrays: list[np.ndarray] | Non
     return out
 
 
-def make_backend(measure: str, device: DeviceSpec) -> Backend:
+def make_backend(measure: str, device: DeviceSpec,
+                 inputs: Sequence[np.ndarray] | None = None) -> Backend:
+    """The backend for `measure`; `inputs` (a workload's, in the user's layout) are what its
+    checks run on where they fit the graph (`check_arrays`)."""
+    held = tuple(inputs) if inputs is not None else None
     if measure == "model":
         return ModelBackend(device)
     if measure == "interpret":
-        return InterpretBackend(device.dtype)
+        return InterpretBackend(device.dtype, inputs=held)
     if measure == "cuda":
         import torch
         if not torch.cuda.is_available():
             raise MeasureError("--measure cuda needs a CUDA GPU and torch sees none here; use "
                                "--measure model (the cost model) or interpret (Triton's "
                                "interpreter, for correctness)")
-        return CudaBackend(device.dtype)
+        return CudaBackend(device.dtype, inputs=held)
     raise MeasureError(f"unknown measure backend {measure!r}; use one of {', '.join(MEASURES)}")

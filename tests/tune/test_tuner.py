@@ -149,3 +149,29 @@ def test_backends_name_their_kind_and_refuse_what_they_cannot_do():
     if not torch.cuda.is_available():
         with pytest.raises(MeasureError, match="needs a CUDA GPU"):
             make_backend("cuda", H100)
+
+
+def test_checks_run_on_the_workloads_own_inputs():
+    """Found on an H200: qknorm_attention normalises Q, so the tuner's uniform draw gives logits
+    of about ±16 and every program of it, its input program too, overflows fp16's exp; the
+    workload's inputs, drawn at the scales it declares (Q, K × 0.1), do not. The oracle is the
+    float64 interpreter on the same values in both."""
+    import prism
+    from prism.instantiate.codegen import generate
+    from prism.tune.backends import check_arrays
+    from prism.tune.tuner import _context
+    w = prism.get_workload("qknorm_attention")
+    program = generate(w.graph)
+    with pytest.raises(MeasureError, match="non-finite"):
+        InterpretBackend().measure(w.graph, program)
+    held = make_backend("interpret", H100, w.random_inputs(0))
+    assert held.measure(w.graph, program) > 0
+    # a verdict is cached for the inputs it ran on
+    other = make_backend("interpret", H100, w.random_inputs(1))
+    assert _context(held, H100)["check_inputs"] != _context(other, H100)["check_inputs"]
+    assert "check_inputs" not in _context(InterpretBackend(), H100)
+    # a graph at other shapes (another shape set) is checked on the uniform draw
+    small = prism.get_workload("qknorm_attention").with_shapes(K=(2, 128, 1024),
+                                                                V=(2, 1024, 128))
+    assert [a.shape for a in check_arrays(small.graph, tuple(w.random_inputs(0)))] == \
+        [tuple(s) for s in small.graph.user_input_shapes()]
