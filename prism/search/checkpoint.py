@@ -6,6 +6,8 @@ ranks and which dims match. Re-instantiating at new shapes rebinds each candidat
 re-derives every tile and tensor shape, and re-checks the symbolic proof (a fraction of a second
 per candidate) and the device limits — no search (REFERENCE §1.8).
 
+A path ending in `.gz` is written gzip-compressed; either is read.
+
     {"format": "prism.search_checkpoint", "version": 1, "target": label,
      "target_graph": <graph JSON at the search's shapes>, "search_seconds": s,
      "config": {...}, "families": [{"id", "graph"}], "candidates": [{"id", "family", "graph"}]}
@@ -13,9 +15,11 @@ per candidate) and the device limits — no search (REFERENCE §1.8).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import time
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ from prism.errors import GraphFormatError, PrismError
 from prism.ir.graph import KernelGraph
 from prism.ir.infer import infer_shapes
 from prism.ir.serialize import graph_from_json, graph_to_json, parse_json
+from prism.search.audit import descended
 from prism.search.config import SearchConfig
 from prism.search.driver import Candidate, SearchResult, _Run
 from prism.trace import Tracer
@@ -44,6 +49,8 @@ class Checkpoint:
     search_seconds: float
     candidates: tuple[tuple[str, str, KernelGraph], ...]     # (id, family, graph)
     families: tuple[tuple[str, dict[str, Any]], ...]   # (id, sGraph JSON), kept as written
+    # the candidates the search modeled by descending (split programs: `Candidate.descend`)
+    descend: frozenset[str] = frozenset()
 
 
 def save_checkpoint(result: SearchResult, target: KernelGraph, path: str | Path) -> Path:
@@ -51,13 +58,19 @@ def save_checkpoint(result: SearchResult, target: KernelGraph, path: str | Path)
            "target_graph": graph_to_json(target), "search_seconds": round(result.seconds, 3),
            "complete": result.complete, "config": result.config.to_json(),
            "families": [{"id": f.id, "graph": graph_to_json(f.graph)} for f in result.families],
-           "candidates": [{"id": c.id, "family": c.family, "graph": graph_to_json(c.graph)}
+           "candidates": [{"id": c.id, "family": c.family, "graph": graph_to_json(c.graph),
+                           **({"descend": True} if c.descend else {})}
                           for c in result.equivalent]}
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     # written beside it and renamed: a run killed mid-write leaves the old file or the new one
     staging = out.with_name(f"{out.name}.partial-{os.getpid()}")
-    staging.write_text(json.dumps(doc, indent=1))
+    text = json.dumps(doc, indent=1)
+    if out.suffix == ".gz":     # a path ending in .gz is compressed (tens of MB become a few)
+        with gzip.open(staging, "wt", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        staging.write_text(text)
     os.replace(staging, out)
     return out
 
@@ -68,7 +81,12 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
         raise CheckpointError(f"{p}: a folder, not a checkpoint file; give an existing "
                               "checkpoint or a new file path to write one")
     try:
-        text = p.read_bytes().decode("utf-8")
+        raw = p.read_bytes()
+        # gzip's magic bytes: written to a path ending in .gz (`save_checkpoint`)
+        text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+    except (EOFError, gzip.BadGzipFile, zlib.error):
+        raise CheckpointError(f"{p}: a damaged gzip file; search again to write a new "
+                              "one") from None
     except OSError as e:
         raise CheckpointError(f"{p}: cannot read it ({e.strerror or e}); give an existing "
                               "checkpoint or a new path to write one") from None
@@ -86,12 +104,13 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
         target = graph_from_json(doc["target_graph"])
         cands = tuple((str(c["id"]), str(c["family"]), graph_from_json(c["graph"]))
                       for c in doc["candidates"])
+        descend = frozenset(str(c["id"]) for c in doc["candidates"] if c.get("descend"))
         fams = tuple((str(f["id"]), dict(f["graph"])) for f in doc["families"])
         seconds = float(doc["search_seconds"])
     except (KeyError, TypeError, ValueError, PrismError) as e:
         raise CheckpointError(f"{p}: damaged checkpoint ({e}); search again to write a new "
                               "one") from None
-    return Checkpoint(str(doc.get("target", "")), target, seconds, cands, fams)
+    return Checkpoint(str(doc.get("target", "")), target, seconds, cands, fams, descend)
 
 
 def rebind(graph: KernelGraph, target: KernelGraph) -> KernelGraph:
@@ -115,7 +134,13 @@ def reinstantiate(checkpoint: Checkpoint, target: KernelGraph, config: SearchCon
         except PrismError as e:
             run.result.candidates.append(_unfit(cid, family, graph, str(e)))
             continue
-        run.check(member, family, refute_first=False)   # proved before: prove again
+        found = run.check(member, family, refute_first=False)   # proved before: prove again
+        if cid in checkpoint.descend:
+            # modeled as the search modeled it: descending from its best enumerated assignment
+            found.descend = True
+            if found.modeled_us is not None and found.assignment is not None:
+                run._model(found, descended(member, config.device,
+                                            (found.modeled_us, found.assignment)))
     run.result.seconds = time.perf_counter() - start
     run.result.stop_reason = "checkpoint"
     return run.result

@@ -129,6 +129,9 @@ class Candidate:
     verdict: Verdict
     modeled_us: float | None = None
     assignment: dict[str, int] | None = None
+    # modeled by descending from its best enumerated assignment (`audit.descended`), as a
+    # split program is: it has more sizes than `best_assignment` enumerates whole
+    descend: bool = False
 
     @property
     def num_kernels(self) -> int:
@@ -693,6 +696,7 @@ class _Run:
         if verdict.verdict == "equivalent":
             if seen is not None:
                 cand.modeled_us, cand.assignment = seen.modeled_us, seen.assignment
+                cand.descend = seen.descend
                 if cand.modeled_us is not None and (self.ctx.incumbent_us is None or
                                                     cand.modeled_us < self.ctx.incumbent_us):
                     self.ctx.incumbent_us, self.ctx.incumbent_id = cand.modeled_us, cand.id
@@ -853,6 +857,7 @@ class _Run:
         if move != "split_softmax":
             found = self.check(program, self._split_family(cand, program, SPLIT_WHAT[move]),
                                verdict=piece.verdict, best=(piece.best,))
+            found.descend = True    # a checkpoint re-instantiates it the same way
             if found.modeled_us is not None and found.assignment is not None:
                 # a split program has more sizes than best_assignment enumerates whole
                 start = (found.modeled_us, found.assignment)
@@ -1051,7 +1056,7 @@ def _renamed_event(event: Any, name: Callable[[str], str]) -> Any:
 
 def _renamed_candidate(c: Candidate, name: Callable[[str], str]) -> Candidate:
     return Candidate(name(c.id), name(c.family), replace(c.graph, name=name(c.graph.name)),
-                     c.verdict, c.modeled_us, c.assignment)
+                     c.verdict, c.modeled_us, c.assignment, c.descend)
 
 
 def _bounded(out: TaskOutcome, incumbent_us: float | None, incumbent_id: str | None,

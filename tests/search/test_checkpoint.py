@@ -85,3 +85,58 @@ def test_damaged_checkpoints_are_clear_errors(saved, tmp_path):
     doc = json.loads(path.read_text())
     assert doc["families"] and all(f["graph"]["format"] == "prism.kernel_graph"
                                    for f in doc["families"])
+
+
+def test_a_gz_path_is_written_compressed_and_read_back_the_same(saved, tmp_path, cases):
+    """A checkpoint carried to a GPU machine (`bench/gpu_check.py --checkpoints`) is gzip'd:
+    it loads to the same candidates as the plain file; a cut-off one is a clear error."""
+    import gzip
+    path, result = saved
+    gz = tmp_path / "rmsnorm_matmul.ck.json.gz"
+    save_checkpoint(result, cases.small("rmsnorm_matmul").graph, gz)
+    assert gz.read_bytes()[:2] == b"\x1f\x8b"
+    assert json.loads(gzip.decompress(gz.read_bytes())) == json.loads(path.read_text())
+    plain, packed = load_checkpoint(path), load_checkpoint(gz)
+    assert [(c, f) for c, f, _ in packed.candidates] == [(c, f) for c, f, _ in plain.candidates]
+    assert packed.target_graph == plain.target_graph
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gz.read_bytes()[:200])
+    with pytest.raises(CheckpointError, match="damaged gzip"):
+        load_checkpoint(cut)
+
+
+def test_a_split_program_is_modeled_as_the_search_modeled_it(saved, tmp_path):
+    """A split program has more sizes than `best_assignment` enumerates whole, so the search
+    models it by descending from that start (`audit.descended`); re-instantiated from a
+    checkpoint it is modeled the same way, so an optimize run that loads the checkpoint tunes
+    the same best assignment as the run that searched (attention's split-key program: 11.36 µs
+    on H100, where the start is 13.45). Oracle: the cost model's own descent."""
+    import copy
+    import sys
+    from pathlib import Path
+
+    from prism.search.audit import best_assignment, descended
+    from prism.search.checkpoint import Checkpoint
+    from prism.search.split import split_loop
+    from prism.workloads import WORKLOADS
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_split_loop import _one_kernel
+    w = WORKLOADS["attention"]
+    program, _ = split_loop(_one_kernel(w.shapes))
+    start = best_assignment(program, H100)
+    want = descended(program, H100, start)
+    assert want[0] < start[0]
+    for descend, latency in ((frozenset({"c7"}), want[0]), (frozenset(), start[0])):
+        ck = Checkpoint("attention", w.graph, 1.0, (("c7", "f3", program),), (), descend)
+        (got,) = reinstantiate(ck, w.graph).candidates
+        assert got.verdict.verdict == "equivalent"
+        assert got.modeled_us == pytest.approx(latency) and got.descend == bool(descend)
+    # the mark survives the file
+    path, result = saved
+    marked = copy.copy(result)
+    marked.candidates = [copy.copy(c) for c in result.candidates]
+    first = next(c for c in marked.candidates if c.verdict.verdict == "equivalent")
+    first.descend = True
+    save_checkpoint(marked, load_checkpoint(path).target_graph, tmp_path / "marked.json.gz")
+    assert load_checkpoint(tmp_path / "marked.json.gz").descend == {first.id}
+    assert load_checkpoint(path).descend == frozenset()
