@@ -99,6 +99,9 @@ def main() -> int:
     ap.add_argument("--executor", default="local", help="where each optimize run's search "
                     "runs (local, processes, ray): the same results, sooner on many cores")
     ap.add_argument("--workers", type=int, help="worker processes for --executor processes")
+    ap.add_argument("--checkpoints", help="a folder of <workload>.ck.json.gz search checkpoints "
+                    "(bench/gpu_prep.sh writes them on a CPU machine): each optimize run loads "
+                    "its workload's, so the budget goes to tuning and timing, not the search")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -117,6 +120,9 @@ def main() -> int:
                    "--json", "--executor", args.executor]
         if args.workers:
             command += ["--workers", str(args.workers)]
+        checkpoint = Path(args.checkpoints) / f"{name}.ck.json.gz" if args.checkpoints else None
+        if checkpoint is not None and checkpoint.is_file():
+            command += ["--checkpoint", str(checkpoint)]
         done = subprocess.run(command, capture_output=True, text=True)
         seconds = time.perf_counter() - started
         try:
@@ -124,7 +130,8 @@ def main() -> int:
         except ValueError:
             doc = {"error": {"message": done.stderr.strip().splitlines()[-1:]}}
         row = {"workload": name, "optimize_s": round(seconds, 1), "budget_s": args.budget,
-               "executor": args.executor + (f" x{args.workers}" if args.workers else "")}
+               "executor": args.executor + (f" x{args.workers}" if args.workers else ""),
+               "searched": "loaded its checkpoint" if "--checkpoint" in command else "here"}
         if not doc.get("best"):
             row["error"] = doc.get("error") or "no kernel"
             print(done.stderr[-2000:], file=sys.stderr)

@@ -9,8 +9,10 @@
 #    eager and torch.compile in one run (CUDA events, medians, L2 flushed before each call: the
 #    cost model's regime), with the model's error per workload
 #    (bench/results/gpu_check/gpu_check.{md,json}); `prism bench` reads both as measured rows.
-# Needs the repo's .venv (make install) and a CUDA build of torch on that machine; about 7 minutes
-# at the default 20 s per workload (BUDGET=...), under the 9-minute timeout.
+# Run bench/gpu_prep.sh on the CPU machine first and carry .gpu: each workload's search is then
+# loaded from its checkpoint, and the budget goes to tuning (without one, a 35 s budget on 16
+# cores did not reach attention's split-key programs, 2026-12-04). Needs prism's dependencies and
+# a CUDA build of torch there (PY=python3 with z3-solver on PYTHONPATH did on the H200).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -18,4 +20,4 @@ DEVICE=${DEVICE:-h100}
 unset TRITON_INTERPRET
 timeout 90 "$PY" -m prism calibrate --device "$DEVICE" --out bench/results/calibration
 exec timeout 480 "$PY" bench/gpu_check.py --out "${OUT:-bench/results/gpu_check}" \
-  --device "$DEVICE" --budget "${BUDGET:-20}" "$@"
+  --device "$DEVICE" --budget "${BUDGET:-20}" --checkpoints "${CHECKPOINTS:-.gpu/checkpoints}" "$@"
