@@ -134,7 +134,8 @@ def reinstantiate(checkpoint: Checkpoint, target: KernelGraph, config: SearchCon
         except PrismError as e:
             run.result.candidates.append(_unfit(cid, family, graph, str(e)))
             continue
-        found = run.check(member, family, refute_first=False)   # proved before: prove again
+        # proved before: prove again, under the name the search gave it
+        found = run.check(member, family, refute_first=False, cid=cid)
         if cid in checkpoint.descend:
             # modeled as the search modeled it: descending from its best enumerated assignment
             found.descend = True

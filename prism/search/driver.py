@@ -672,10 +672,12 @@ class _Run:
 
     def check(self, member: KernelGraph, family: str, refute_first: bool = True, *,
               verdict: Verdict | None = None,
-              best: tuple[tuple[float, dict[str, int]] | None] | None = None) -> Candidate:
+              best: tuple[tuple[float, dict[str, int]] | None] | None = None,
+              cid: str | None = None) -> Candidate:
         """Verify a member (or take the `verdict` already shown for it, and its `best`
-        assignment as a 1-tuple) and record it as a candidate."""
-        cid = f"{self.cid_prefix}{self.cid_base + len(self.result.candidates) + 1}"
+        assignment as a 1-tuple) and record it as a candidate, named `cid` (a checkpoint's
+        candidate keeps its name) or the next number."""
+        cid = cid or f"{self.cid_prefix}{self.cid_base + len(self.result.candidates) + 1}"
         key = json.dumps(graph_to_json(replace(member, name="")), sort_keys=True) \
             if self.split else ""
         member = replace(member, name=f"{self.result.target}.{cid}")

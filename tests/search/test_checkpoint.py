@@ -140,3 +140,12 @@ def test_a_split_program_is_modeled_as_the_search_modeled_it(saved, tmp_path):
     save_checkpoint(marked, load_checkpoint(path).target_graph, tmp_path / "marked.json.gz")
     assert load_checkpoint(tmp_path / "marked.json.gz").descend == {first.id}
     assert load_checkpoint(path).descend == frozenset()
+
+
+def test_a_reinstantiated_candidate_keeps_the_searchs_name(saved, cases):
+    """The trace and report of the run that searched name the same programs as a run that
+    loads its checkpoint."""
+    path, result = saved
+    again = reinstantiate(load_checkpoint(path), cases.small("rmsnorm_matmul").graph)
+    assert [c.id for c in again.candidates] == [c.id for c in result.equivalent]
+    assert [c.family for c in again.candidates] == [c.family for c in result.equivalent]
