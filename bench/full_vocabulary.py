@@ -79,7 +79,9 @@ def main() -> None:
                           "kept": s["families"]["kept"], "stop": s["stop_reason"],
                           "exh": s["exhaustive"], "verdicts": s["verdicts"],
                           "best": s["best"], "pruned": s["families"]["pruned"],
-                          "best_us": None if result.best is None else result.best.modeled_us}),
+                          "best_us": None if result.best is None else result.best.modeled_us,
+                          "tasks": (result.executor or {}).get("tasks"),
+                          "cut_at": (result.executor or {}).get("cut_at_block_ops")}),
               flush=True)
 
 

@@ -10,13 +10,14 @@ Branch and bound: a verified candidate's modeled latency (`prism.cost`, at an as
 found feasible) becomes the incumbent that the `cost_bound` rule compares lower bounds with.
 
 On an executor (`search(..., executor=...)`, `prism.search.executors`) the tree is cut into
-tasks at block graphs of `split_depth` ops. A first pass generates the part above the cuts and
-hands the tasks out; the walk then generates it again and takes each task's outcome at its cut,
-numbering families and candidates as one depth-first search does. A task run in place starts
-from the walk's incumbent; one run on a worker starts from the best found above the cuts before
-it (a worse one, so it prunes a subset), records each family and bound, and the merge replays
-branch and bound with the walk's incumbent (`_bounded`). So the result and the trace are one
-depth-first search's, whatever the executor and the number of workers.
+tasks at block graphs of `split_depth` ops (deeper, up to `MORE_CUT_DEPTH` more, while that
+gives fewer than `TASKS_PER_WORKER` tasks a worker). A first pass generates the part above the
+cuts and hands the tasks out; the walk then generates it again and takes each task's outcome at
+its cut, numbering families and candidates as one depth-first search does. A task run in place
+starts from the walk's incumbent; one run on a worker starts from the best found above the cuts
+before it (a worse one, so it prunes a subset), records each family and bound, and the merge
+replays branch and bound with the walk's incumbent (`_bounded`). So the result and the trace are
+one depth-first search's, whatever the executor and the number of workers.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import contextlib
 import copy
 import itertools
 import json
+import os
 import re
 import threading
 import time
@@ -959,9 +961,31 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
                 first.ctx.incumbent_us, first.ctx.incumbent_id = seed.modeled_us, SEED_ID
             with contextlib.suppress(Stop):
                 first.generator.run(inputs)
+            # Too few tasks for the workers (attention cuts into 10 at 2 block ops, and 16
+            # cores then idle): cut deeper. Where the tree is cut changes what runs where, not
+            # the result (`tests/search/test_executors.py` compares cuts with one walk).
+            want = TASKS_PER_WORKER * (session.workers if session.workers > 0 else
+                                       os.cpu_count() or 1)
+            cut_at = config
+            deepest = min(config.split_depth + MORE_CUT_DEPTH, config.max_block_ops - 1)
+            while not session.in_place and len(first.tasks) < want and \
+                    first.stop_reason is None and cut_at.split_depth < deepest:
+                cut_at = replace(cut_at, split_depth=cut_at.split_depth + 1)
+                shallow, first = first, _Run(target, label, cut_at, Tracer(
+                    keep=False, budget=tracer.budget), cancel, split="collect", ids=ids,
+                    abstract=first.abstract)
+                # the same budget; the proofs, trials and kernel checks already made
+                first.start, first.deadline = shallow.start, shallow.deadline
+                first.proofs, first.kernel_checks = shallow.proofs, shallow.kernel_checks
+                first.kernel_choice_lists = shallow.kernel_choice_lists
+                if seed is not None:
+                    first.ctx.incumbent_us, first.ctx.incumbent_id = seed.modeled_us, SEED_ID
+                with contextlib.suppress(Stop):
+                    first.generator.run(inputs)
             session.submit(list(first.tasks.values()))
-            walk = _Run(target, label, config, tracer, cancel, abstract=first.abstract,
+            walk = _Run(target, label, cut_at, tracer, cancel, abstract=first.abstract,
                         split="absorb", session=session, first=first, ids=ids)
+            walk.result.config = config     # the cut is how it ran, not what it searched
             walk.start, walk.deadline = first.start, first.deadline
             if seed is not None:
                 walk.ctx.incumbent_us, walk.ctx.incumbent_id = seed.modeled_us, SEED_ID
@@ -974,7 +998,8 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
             result.stop_reason = walk.stop_reason or "exhausted"
             for text in session.notes:
                 walk.note(text)
-            result.executor = {**session.describe(), "tasks": len(first.tasks)}
+            result.executor = {**session.describe(), "tasks": len(first.tasks),
+                               "cut_at_block_ops": cut_at.split_depth}
             result.seconds = tracer.budget.now() - first.start
             summary.update(result.summary())
     finally:
@@ -998,6 +1023,10 @@ def _one_pass(target: KernelGraph, label: str, config: SearchConfig, tracer: Tra
 
 
 SEED_ID = "s1"
+# tasks a search hands each worker at least, when cutting up to MORE_CUT_DEPTH block ops deeper
+# than `SearchConfig.split_depth` makes them
+TASKS_PER_WORKER = 16
+MORE_CUT_DEPTH = 2
 # The seed's budgets: counts, so the seed is the same on any machine, and the search's result
 # with it: families generated, and candidates verified.
 SEED_FAMILIES, SEED_CANDIDATES = 20_000, 64

@@ -84,6 +84,27 @@ def test_the_cut_changes_nothing_and_the_trace_is_the_same_everywhere(cases):
         assert runs[name][1] == runs["one walk"][1], name
 
 
+def test_too_few_tasks_for_the_workers_are_cut_deeper_and_change_nothing(cases, monkeypatch):
+    """With fewer than TASKS_PER_WORKER tasks a worker, the first pass cuts again a block op
+    deeper (up to MORE_CUT_DEPTH): more, smaller tasks, and the one walk's result and trace.
+    Here each of 2 workers wants more tasks than the tree has at any depth."""
+    from prism.search import driver
+    graph = cases.small("swiglu").graph
+    config = cases.reduced("swiglu")
+    walk_tracer, tracer = Tracer(), Tracer()
+    walk = search(graph, replace(config, split_depth=99), tracer=walk_tracer)
+    monkeypatch.setattr(driver, "TASKS_PER_WORKER", 0)      # never too few
+    shallow = search(graph, config, executor=Executor("processes", 2))
+    monkeypatch.setattr(driver, "TASKS_PER_WORKER", 10_000)
+    deep = search(graph, config, tracer=tracer, executor=Executor("processes", 2))
+    assert shallow.executor["cut_at_block_ops"] == config.split_depth
+    assert deep.executor["cut_at_block_ops"] == min(config.split_depth + driver.MORE_CUT_DEPTH,
+                                                    config.max_block_ops - 1)
+    assert deep.executor["tasks"] > shallow.executor["tasks"]
+    assert deep.config == config
+    assert outcome(deep) == outcome(walk) and events(tracer) == events(walk_tracer)
+
+
 def test_the_split_move_gives_the_same_programs_on_every_executor(cases):
     graph = cases.small("attention").graph
     config = replace(cases.reduced("attention"), split_loops=True)
