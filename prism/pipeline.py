@@ -390,9 +390,10 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
                              shown=folder.path / TRACE_FILE)
         # required: a run whose trace file cannot be written stops (TraceWriteError)
         listening.append(tracer.subscribe(writer, required=True))
-    # the tuner's checks run on the workload's inputs, drawn at the scales it declares
-    backend = make_backend(measure, spec,
-                           workload.random_inputs(0) if workload is not None else None)
+    # the tuner's checks run on the workload's inputs, drawn at the scales it declares (the
+    # model checks nothing: no inputs drawn)
+    backend = make_backend(measure, spec, workload.random_inputs(0)
+                           if workload is not None and measure != "model" else None)
     result = OptimizeResult(name, spec.name, measure, graph, None, None, None,
                             eager_us(graph, spec), roofline_us(graph, spec), [],
                             dtype=spec.dtype.name)
