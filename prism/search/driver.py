@@ -769,6 +769,18 @@ class _Run:
         out.seconds = time.perf_counter() - start
         return out
 
+    def cut_deeper(self) -> _Run:
+        """A first pass like this one that cuts the tree one block op deeper, on the same
+        budget, target e-graph and the proofs, trials and kernel checks already made."""
+        deeper = replace(self.config, split_depth=self.config.split_depth + 1)
+        run = _Run(self.target, self.result.target, deeper, Tracer(
+            keep=False, budget=self.tracer.budget), self.cancel, split="collect", ids=self.ids,
+            abstract=self.abstract)
+        run.start, run.deadline = self.start, self.deadline
+        run.proofs, run.kernel_checks = self.proofs, self.kernel_checks
+        run.kernel_choice_lists = self.kernel_choice_lists
+        return run
+
     def split_pass(self) -> None:
         """`SearchConfig.split_loops`: every proved one-kernel candidate whose loop only sums,
         also with its loop split across blocks, and every one that takes a row max over keys it
@@ -957,33 +969,26 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
             inputs = [Tensor(t, target.shape(t), leaf(name)) for t, name in
                       zip(target.inputs, first.abstract.inputs, strict=True)]
             seed = _seed(target, label, config, cancel, first)
-            if seed is not None:
-                first.ctx.incumbent_us, first.ctx.incumbent_id = seed.modeled_us, SEED_ID
-            with contextlib.suppress(Stop):
-                first.generator.run(inputs)
+
+            def collect(run: _Run) -> _Run:
+                if seed is not None:
+                    run.ctx.incumbent_us, run.ctx.incumbent_id = seed.modeled_us, SEED_ID
+                with contextlib.suppress(Stop):
+                    run.generator.run(inputs)
+                return run
+
+            collect(first)
             # Too few tasks for the workers (attention cuts into 10 at 2 block ops, and 16
             # cores then idle): cut deeper. Where the tree is cut changes what runs where, not
             # the result (`tests/search/test_executors.py` compares cuts with one walk).
             want = TASKS_PER_WORKER * (session.workers if session.workers > 0 else
                                        os.cpu_count() or 1)
-            cut_at = config
             deepest = min(config.split_depth + MORE_CUT_DEPTH, config.max_block_ops - 1)
             while not session.in_place and len(first.tasks) < want and \
-                    first.stop_reason is None and cut_at.split_depth < deepest:
-                cut_at = replace(cut_at, split_depth=cut_at.split_depth + 1)
-                shallow, first = first, _Run(target, label, cut_at, Tracer(
-                    keep=False, budget=tracer.budget), cancel, split="collect", ids=ids,
-                    abstract=first.abstract)
-                # the same budget; the proofs, trials and kernel checks already made
-                first.start, first.deadline = shallow.start, shallow.deadline
-                first.proofs, first.kernel_checks = shallow.proofs, shallow.kernel_checks
-                first.kernel_choice_lists = shallow.kernel_choice_lists
-                if seed is not None:
-                    first.ctx.incumbent_us, first.ctx.incumbent_id = seed.modeled_us, SEED_ID
-                with contextlib.suppress(Stop):
-                    first.generator.run(inputs)
+                    first.stop_reason is None and first.config.split_depth < deepest:
+                first = collect(first.cut_deeper())
             session.submit(list(first.tasks.values()))
-            walk = _Run(target, label, cut_at, tracer, cancel, abstract=first.abstract,
+            walk = _Run(target, label, first.config, tracer, cancel, abstract=first.abstract,
                         split="absorb", session=session, first=first, ids=ids)
             walk.result.config = config     # the cut is how it ran, not what it searched
             walk.start, walk.deadline = first.start, first.deadline
@@ -999,7 +1004,7 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
             for text in session.notes:
                 walk.note(text)
             result.executor = {**session.describe(), "tasks": len(first.tasks),
-                               "cut_at_block_ops": cut_at.split_depth}
+                               "cut_at_block_ops": first.config.split_depth}
             result.seconds = tracer.budget.now() - first.start
             summary.update(result.summary())
     finally:

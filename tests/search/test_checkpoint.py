@@ -112,15 +112,13 @@ def test_a_split_program_is_modeled_as_the_search_modeled_it(saved, tmp_path):
     the same best assignment as the run that searched (attention's split-key program: 11.36 µs
     on H100, where the start is 13.45). Oracle: the cost model's own descent."""
     import copy
-    import sys
-    from pathlib import Path
 
     from prism.search.audit import best_assignment, descended
     from prism.search.checkpoint import Checkpoint
     from prism.search.split import split_loop
     from prism.workloads import WORKLOADS
-    sys.path.insert(0, str(Path(__file__).parent))
-    from test_split_loop import _one_kernel
+
+    from .test_split_loop import _one_kernel
     w = WORKLOADS["attention"]
     program, _ = split_loop(_one_kernel(w.shapes))
     start = best_assignment(program, H100)
