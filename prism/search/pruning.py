@@ -17,7 +17,10 @@ order of cost, each switchable off by name (`SearchConfig.disabled`), each audit
                                         under the axioms (`prism.search.abstract`)
     out_of_reach         no_equivalent  in the last kernel the caps allow, a tensor waiting
                                         for a consumer is further from the target's output in
-                                        its e-graph than the ops left can go (`reach_miss`)
+                                        its e-graph than the ops left can go, or the waiting
+                                        tensors together need more ops on their ways to the
+                                        one stored tensor than are left (`reach_miss`,
+                                        `ops_needed`)
     hardware             no_feasible    no assignment of grid sizes, loop range and map bits
                                         fits the device (z3; the unsat core is the evidence)
     cost_bound           not_better     a lower bound of the family's modeled latency over
@@ -108,6 +111,13 @@ class Context:
                 found[k] = i
         n = len(self.target.roots)
         return tuple(found[k] for k in range(n)) if len(found) == n else None
+
+    @cached_property
+    def arity(self) -> int:
+        """The most operands an op this search tries reads (`ops_needed`; an op of any
+        number of operands: no limit)."""
+        arities = [OPS[k].arity for k in _reach_kinds(self.config)]
+        return 1 << 20 if any(a < 0 for a in arities) else max(arities, default=1)
 
     @cached_property
     def reach(self) -> dict[int, int]:
@@ -255,30 +265,82 @@ def reach_miss(ctx: Context, kernel: KernelState, compute_ops: int,
     remaining = ctx.config.max_block_ops - compute_ops
     reach = ctx.reach
     far, farthest = -1, None
+    spread: list[int] = []
     for name, term in pending:
         cls = ctx.target.lookup(term)
-        if cls is None:
+        if cls is None:     # a leaf all the same, at least 0 ops from the output
+            spread.append(0)
             continue
-        d = reach.get(cls, _BELOW_NONE)
+        d = reach.get(cls, BELOW_NONE)
+        spread.append(d)
         if d > far:
             far, farthest = d, (name, term)
     if farthest is None or far <= remaining:
-        return None
+        if len(spread) < 2 or ops_needed(spread, ctx.arity) <= remaining:
+            return None
+        return _together(ctx, pending, spread, remaining)
     name, term = farthest
-    how_far = "below no output" if far == _BELOW_NONE else f"{far} op(s) from the output"
+    how_far = "below no output" if far == BELOW_NONE else f"{far} op(s) from the output"
     return Pruned("out_of_reach",
                   f"{name} = {term} waits for a consumer, and in the "
                   f"target's e-graph it is {how_far}, but only {remaining} "
                   f"more fit the cap of {ctx.config.max_block_ops}{_limit_note(ctx)}",
                   {**ctx.target.evidence(term), "tensor": name,
-                   "distance": None if far == _BELOW_NONE else far, "remaining": remaining,
+                   "distance": None if far == BELOW_NONE else far, "remaining": remaining,
                    "cap": ctx.config.max_block_ops,
                    "ops": [[kind, attrs] for kind in _reach_kinds(ctx.config)
                            for attrs in ctx.target.choices(kind)],
                    "claim": _egraph_claim(ctx)})
 
 
-_BELOW_NONE = 1 << 30      # a class in no output's term: no number of ops reaches an output
+BELOW_NONE = 1 << 30      # a class in no output's term: no number of ops reaches an output
+
+
+def _together(ctx: Context, pending: list[tuple[str, Term]], spread: list[int],
+              remaining: int) -> Pruned:
+    """`out_of_reach` when no one waiting tensor is too far, but all of them together are."""
+    needed = ops_needed(spread, ctx.arity)
+    shown = ", ".join(f"{name} {d}" for (name, _), d in zip(pending, spread, strict=True))
+    return Pruned("out_of_reach",
+                  f"{len(pending)} tensors wait for a consumer, at these numbers of ops from "
+                  f"the output in the target's e-graph: {shown}; on their ways to the one "
+                  f"stored tensor they need at least {needed} more ops together (an op takes "
+                  f"at most {ctx.arity} of them), but only {remaining} more fit the cap of "
+                  f"{ctx.config.max_block_ops}{_limit_note(ctx)}",
+                  {**{k: v for k, v in ctx.target.evidence(pending[0][1]).items()
+                      if k != "expression"},
+                   "waiting": [[name, str(term), d]
+                               for (name, term), d in zip(pending, spread, strict=True)],
+                   "needed": needed, "arity": ctx.arity, "remaining": remaining,
+                   "cap": ctx.config.max_block_ops,
+                   "ops": [[kind, attrs] for kind in _reach_kinds(ctx.config)
+                           for attrs in ctx.target.choices(kind)],
+                   "claim": _egraph_claim(ctx)})
+
+
+def ops_needed(distances: list[int], arity: int) -> int:
+    """The fewest ops that carry tensors at these distances (in ops, from the output) to one
+    stored tensor, when an op reads at most `arity` of the tensors and results on the way.
+
+    The ops on the ways form a tree: each tensor's way to the stored one is a path through
+    them, and picking one consumer per op on the ways leaves each op at most `arity` children.
+    Number the ops by depth (the last op 1). A tensor at distance d has at least d ops above
+    it, so its parent op is at depth ≥ d. With x_k the ops at depth ≥ k and n_k the tensors
+    at distance ≥ k: the ops at depth ≥ k have as children every op at depth ≥ k + 1 and
+    every tensor at distance ≥ k, so arity · x_k ≥ x_(k+1) + n_k; and below the deepest
+    distance m there is an op at every depth, so x_k ≥ x_(k+1) + 1 for k ≤ m. Every op but
+    the last is some op's child, and so is every tensor: arity · x_1 ≥ x_1 − 1 + (tensors).
+    These bound x_1, all the ops, from below; with every distance 0 and arity 2 the bound is
+    `cannot_close`'s (tensors − 1), with one tensor the distance (`out_of_reach`'s)."""
+    if not distances:
+        return 0
+    if arity < 2:
+        return BELOW_NONE if len(distances) > 1 else max(distances)
+    x = 0
+    for k in range(max(distances), 0, -1):
+        n = sum(1 for d in distances if d >= k)
+        x = max(x + 1, -(-(x + n) // arity))
+    return max(x, -(-(len(distances) - 1) // (arity - 1)))
 
 
 def _reach_kinds(config: Any) -> tuple[str, ...]:

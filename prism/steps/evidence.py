@@ -12,7 +12,10 @@
                                recorded expression, the ops left are the recorded cap less the
                                state's ops, and in the target's terms saturated again its class
                                is further from an output than that (distances recomputed for
-                               the recorded ops)
+                               the recorded ops); or, for the waiting tensors together, each
+                               waits with its recorded expression and distance (recomputed so)
+                               and the ops they need together (`ops_needed`, at the recorded
+                               ops' largest arity) exceed the ops left
     prune hardware             the unsat core's constraints, built again from the state's graph
                                for the recorded device, are unsatisfiable together (z3)
     prune cost_bound           the cost model's lower bound of the state's graph, recomputed,
@@ -124,6 +127,8 @@ def _out_of_reach(state: State, ev: dict[str, Any]) -> str | None:
     if block is None:
         return "out_of_reach on a state with no open block graph"
     waiting = {block.tensors[i].name: block.tensors[i] for i in block.open_tensors}
+    if "waiting" in ev:
+        return _out_of_reach_together(state, ev, waiting)
     tensor = waiting.get(ev["tensor"])
     if tensor is None:
         return f"{ev['tensor']} does not wait for a consumer in the state"
@@ -144,6 +149,45 @@ def _out_of_reach(state: State, ev: dict[str, Any]) -> str | None:
         target.egraph.find(found))
     if far is not None and far <= remaining:     # None: below no output at all
         return f"{ev['expression']} is {far} op(s) from an output, within the {remaining} left"
+    return None
+
+
+def _out_of_reach_together(state: State, ev: dict[str, Any], waiting: dict[str, Any]
+                           ) -> str | None:
+    from prism.ir.ops import OPS
+    from prism.search.abstract import distances, inner_heads
+    from prism.search.pruning import BELOW_NONE, ops_needed
+    assert state.block is not None
+    remaining = ev["cap"] - state.block.compute_ops
+    if remaining != ev["remaining"]:
+        return f"{remaining} ops are left under the cap, the evidence says {ev['remaining']}"
+    if ev.get("claim") == "no_equivalent" and not ev.get("saturated"):
+        return "claims no_equivalent from a target e-graph that did not saturate"
+    names = [name for name, _, _ in ev["waiting"]]
+    if len(set(names)) != len(names):
+        return f"the evidence names a waiting tensor twice: {names}"
+    target = _target(state, ev)
+    far = distances(target.egraph, target.roots, inner_heads(
+        [kind for kind, _ in ev["ops"]], _tried(ev)))
+    spread = []
+    for name, expression, recorded in ev["waiting"]:
+        tensor = waiting.get(name)
+        if tensor is None:
+            return f"{name} does not wait for a consumer in the state"
+        if str(tensor.term) != expression:
+            return f"{name} is {tensor.term}, the evidence says {expression}"
+        found = target.egraph.lookup(tensor.term)
+        d = 0 if found is None else far.get(target.egraph.find(found), BELOW_NONE)
+        if d != recorded:
+            return f"{name} is {d} op(s) from an output, the evidence says {recorded}"
+        spread.append(d)
+    arities = [OPS[kind].arity for kind, _ in ev["ops"]]
+    arity = 1 << 20 if any(a < 0 for a in arities) else max(arities, default=1)
+    if arity > ev["arity"]:
+        return f"an op tried reads {arity} operands, the evidence says at most {ev['arity']}"
+    needed = ops_needed(spread, arity)
+    if needed <= remaining:
+        return f"the waiting tensors need {needed} op(s) together, within the {remaining} left"
     return None
 
 

@@ -231,7 +231,8 @@ def _prune_rationale(rule: str, ev: dict[str, Any]) -> dict[str, Any]:
     keys = {"cannot_close": ("pending", "remaining"), "dead_end_inputs": ("missing",),
             "abstract_expression": ("expression", "saturated"),
             "dead_end_output": ("expression", "shape"),
-            "out_of_reach": ("expression", "distance", "remaining"), "hardware": ("unsat_core",),
+            "out_of_reach": ("expression", "distance", "needed", "remaining"),
+            "hardware": ("unsat_core",),
             "cost_bound": ("lower_bound_us", "incumbent_us")}.get(rule, ())
     return {"rule": rule, "claim": ev.get("claim"),
             "because": {k: ev[k] for k in keys if k in ev}}

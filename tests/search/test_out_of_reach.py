@@ -119,6 +119,8 @@ def test_each_prune_rechecks_and_corrupted_evidence_is_reported(cases):
     assert records
     report = check_records(records)
     assert report.ok, report.failures[:3]
+    records = [r for r in records if "tensor" in r["evidence"]]    # one tensor too far alone
+    assert records
     bad = []
     for field, change in (("remaining", 3), ("cap", 3)):
         r = copy.deepcopy(records[0])
@@ -134,3 +136,77 @@ def test_each_prune_rechecks_and_corrupted_evidence_is_reported(cases):
     bad.append(r)
     for r in bad:
         assert not check_records([r]).ok, r["evidence"]
+
+
+# -- the waiting tensors together (`ops_needed`) ------------------------------------------------
+
+def _fewest_ops(distances: tuple[int, ...], arity: int) -> int:
+    """The oracle: breadth first over what is left to place, each op reading 1..arity of the
+    tensors and results and leaving one result that needs one op fewer above it, to one
+    result needing none."""
+    from collections import deque
+    from itertools import combinations
+    start = tuple(sorted(distances))
+    seen = {start: 0}
+    queue = deque([start])
+    while queue:
+        state = queue.popleft()
+        if state == (0,):
+            return seen[state]
+        for r in range(1, min(arity, len(state)) + 1):
+            for chosen in combinations(range(len(state)), r):
+                made = max(max(state[i] for i in chosen) - 1, 0)
+                rest = [d for i, d in enumerate(state) if i not in chosen]
+                after = tuple(sorted([*rest, made]))
+                if after not in seen:
+                    seen[after] = seen[state] + 1
+                    queue.append(after)
+    raise AssertionError("unreachable")
+
+
+def test_ops_needed_is_the_fewest_ops_on_every_small_case():
+    """Never above the fewest ops (the prune would be unsound), and here equal to them."""
+    from itertools import combinations_with_replacement
+
+    from prism.search.pruning import ops_needed
+    cases = 0
+    for arity in (2, 3):
+        for n in range(1, 6):
+            for spread in combinations_with_replacement(range(5), n):
+                assert ops_needed(list(spread), arity) == _fewest_ops(spread, arity), \
+                    (spread, arity)
+                cases += 1
+    assert cases == 2 * 251
+    # the two bounds it generalises: every distance 0 (cannot_close), one tensor (the distance)
+    assert ops_needed([0] * 5, 2) == 4 and ops_needed([7], 2) == 7 and ops_needed([], 2) == 0
+
+
+def test_the_waiting_tensors_together_prune_and_recheck(cases):
+    """ntrans at 5 ops: some families have every waiting tensor within reach alone and not
+    together; the prune's evidence rechecks from the state, and corrupted evidence does not.
+    That the rule keeps every candidate: `test_recorded.py` (the recorded searches with it on)
+    and the audit above."""
+    graph = cases.small("ntrans").graph
+    tracer = Tracer()
+    config = _config(cases, max_block_ops=5, record_graphs=True)
+    search(graph, config, label="ntrans", tracer=tracer)
+    together = [r for r in export(tracer.events, "ntrans").records
+                if r["kind"] == "prune" and "waiting" in r["evidence"]]
+    assert together
+    assert check_records(together[:10]).ok
+    r = together[0]
+    ev = r["evidence"]
+    assert all(d <= ev["remaining"] for _, _, d in ev["waiting"]) and ev["needed"] > \
+        ev["remaining"]
+    bad = []
+    more = ev["needed"] - ev["remaining"]      # as many ops left as they need
+    for change in ({"remaining": ev["needed"], "cap": ev["cap"] + more},
+                   {"waiting": [[n, e, d + 1] for n, e, d in ev["waiting"]]},
+                   {"waiting": ev["waiting"][:1]},
+                   {"arity": 1}):
+        wrong = copy.deepcopy(r)
+        wrong["evidence"].update(change)
+        bad.append(wrong)
+    for wrong in bad:
+        assert not check_records([wrong]).ok, wrong["evidence"]
+
