@@ -329,13 +329,23 @@ def _short(term: str, limit: int = 240) -> str:
 
 
 def _small_assignment(candidate: KernelGraph) -> dict[str, int] | None:
-    """Every size 2 (a real split), else every size 1, if the candidate is well-formed so."""
+    """Every size 2 (a real split) if the candidate is well-formed so; else every size 1, each
+    raised to 2 in turn where the candidate stays well-formed (a grid size 2 over a batch of
+    one is not, the loop's 2 over the keys is), so the trial still splits what it can: with
+    every size 1 nothing is split, and a program that takes a max or a sum over one part of
+    a row only would pass it. None if not even every size 1 is well-formed."""
     names = sorted(candidate.free_vars())
-    for value in (2, 1):
-        env = dict.fromkeys(names, value)
-        if not problems(candidate, env):
-            return env
-    return None
+    env = dict.fromkeys(names, 2)
+    if not problems(candidate, env):
+        return env
+    env = dict.fromkeys(names, 1)
+    if problems(candidate, env):
+        return None
+    for name in names:
+        raised = {**env, name: 2}
+        if not problems(candidate, raised):
+            env = raised
+    return env
 
 
 def invalid_reason(target: KernelGraph, candidate: KernelGraph) -> str:

@@ -532,3 +532,28 @@ def test_the_quick_trial_is_kept_by_the_terms(monkeypatch):
     before = len(trials)
     assert verify(target, other, refute_first=True).verdict == "not_equivalent"
     assert len(trials) == before + 1
+
+
+def test_the_searchs_quick_trial_splits_what_it_can():
+    """Attention over one batch: a grid size 2 over the batch of one is no program, so the
+    trial before a proof cannot set every size to 2. It raises each size it can to 2 instead
+    of leaving all at 1 (where nothing is split and a max or sum over part of a row passes),
+    so every wrong candidate is refuted there, with its counterexample, and no proof is
+    attempted on one (`verify(refute_first=True)`)."""
+    from dataclasses import replace
+
+    from prism.pipeline import search_config_for
+    from prism.search import search
+    from prism.workloads import get_workload
+    graph = get_workload("attention_safe").with_shapes(
+        Q=(1, 4, 16), K=(1, 64, 16), V=(1, 64, 16)).graph
+    config = replace(search_config_for(graph, 300), max_families=3000, split_loops=False)
+    result = search(graph, config, label="attention_safe")
+    wrong = [c for c in result.candidates if c.verdict.verdict == "not_equivalent"]
+    assert wrong and result.equivalent
+    assert all(c.verdict.reason.startswith("random testing at ") and
+               c.verdict.counterexample for c in wrong), \
+        next(c.verdict.reason for c in wrong if not c.verdict.reason.startswith("random"))
+    # some were refuted at sizes partly 2, partly 1: the raised ones
+    assert any("2" in c.verdict.reason.split("found")[0] and
+               "1" in c.verdict.reason.split("found")[0] for c in wrong)
