@@ -250,8 +250,25 @@ print("note:", stopped.notes[0])
 # waits, how far it is from the output, and how many ops the cap leaves.
 
 # %%
-reach = [e for e in prunes if e.rule == "out_of_reach"]
+reach = [e for e in prunes if e.rule == "out_of_reach" and "tensor" in e.evidence]
 show_prune(reach[0])
+
+# %% [markdown]
+# The rule also counts the waiting tensors *together*. Their ways to the one stored tensor form
+# a tree of ops, and each op reads at most two of them, or of the results on the way. A tensor
+# at distance d has at least d ops above it. `ops_needed` counts the fewest ops such a tree can
+# have. With every distance 0 that is `cannot_close`'s count, one op fewer than the tensors;
+# with one tensor it is that tensor's distance. So a family can be pruned although each of its
+# tensors alone is within reach. Its evidence lists every waiting tensor with its distance, and
+# the ops they need together (`needed`). The step checker recomputes each distance and the
+# count. Find one below, if this small search has one.
+
+# %%
+together = [e for e in prunes if e.rule == "out_of_reach" and "waiting" in e.evidence]
+if together:
+    show_prune(together[0])
+else:
+    print("no family of this search was pruned by its waiting tensors together")
 
 # %% [markdown]
 # ### 3.4 hardware
