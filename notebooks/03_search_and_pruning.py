@@ -260,15 +260,29 @@ show_prune(reach[0])
 # have. With every distance 0 that is `cannot_close`'s count, one op fewer than the tensors;
 # with one tensor it is that tensor's distance. So a family can be pruned although each of its
 # tensors alone is within reach. Its evidence lists every waiting tensor with its distance, and
-# the ops they need together (`needed`). The step checker recomputes each distance and the
-# count. Find one below, if this small search has one.
+# the ops they need together (`needed`). This small search has none. The example comes from
+# nTrans at five block ops, and the step checker (`prism.steps`) rechecks it from the family's
+# state alone (so the search records its graphs): each distance in a fresh saturation, then
+# the count.
 
 # %%
+from prism.steps import check_records, export
+
 together = [e for e in prunes if e.rule == "out_of_reach" and "waiting" in e.evidence]
-if together:
-    show_prune(together[0])
-else:
-    print("no family of this search was pruned by its waiting tensors together")
+ntrans = prism.get_workload("ntrans").with_shapes(H=(8, 64), X=(8, 64), alpha=(8, 64))
+ntrans_tracer = Tracer()
+search(ntrans.graph, SearchConfig(grid_dims=(1,), max_block_ops=5,
+                                  block_ops=("rms_norm", "add", "mul"), record_graphs=True),
+       label="ntrans", tracer=ntrans_tracer)      # graphs recorded: the checker reads states
+example = next(e for e in ntrans_tracer.events if isinstance(e, FamilyPruned)
+               and e.rule == "out_of_reach" and "waiting" in e.evidence)
+print(f"in this search: {len(together)}; the nTrans example, {example.id}:")
+print(f"  {example.reason}")
+for name, expression, distance in example.evidence["waiting"]:
+    print(f"  {name:<8} {distance} op(s) from the output   {expression}")
+records = [r for r in export(ntrans_tracer.events, "ntrans").records
+           if r["kind"] == "prune" and r["source"] == example.id]
+print(f"  rechecked by the step checker: {'holds' if check_records(records).ok else 'FAILS'}")
 
 # %% [markdown]
 # ### 3.4 hardware

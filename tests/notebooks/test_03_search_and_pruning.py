@@ -270,3 +270,21 @@ def test_03_the_tree_counts_what_the_raw_events_hold(run):
     groups = dict(re.findall(r"^  (\w+): (\d+) child(?:ren)?", done.text, re.M))
     families = {head: int(n) for head, n in groups.items() if head in tree["groups"]}
     assert families == tree["groups"]
+
+
+@pytest.mark.slow
+def test_03_the_together_example_needs_more_ops_than_are_left(run):
+    """The printed distances, by breadth first over what is left to place (the oracle of
+    `tests/search/test_out_of_reach.py`), need more ops than the printed ops left; each
+    waiting tensor alone is within them; and the step checker held."""
+    from tests.search.test_out_of_reach import _fewest_ops
+    done = run(STEM)
+    reason = re.search(r"^  (\d+) tensors wait for a consumer.*but only (\d+) more fit", done.text,
+                       re.M)
+    assert reason
+    distances = [int(d) for d in re.findall(r"^  \w+ +(\d+) op\(s\) from the output ", done.text,
+                                            re.M)]
+    left = int(reason[2])
+    assert len(distances) == int(reason[1]) and max(distances) <= left
+    assert _fewest_ops(tuple(distances), 2) > left
+    assert re.search(r"^  rechecked by the step checker: holds$", done.text, re.M)
