@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/full_vocabulary.py BUDGET_S [WORKLOAD ...] [--executor processes]
                                               [--workers 2] [--pipeline] [--corpus]
+                                              [--max-block-ops N]
 
 One JSON line per workload: wall seconds, the number of block ops, families generated and kept,
 the stop reason, whether the search was exhaustive, the verdict counts and the best candidate
@@ -54,6 +55,9 @@ def main() -> None:
                         help="superoptimize's config (the split move on), full vocabulary")
     parser.add_argument("--corpus", action="store_true",
                         help="the test corpus's programs instead of the workloads")
+    parser.add_argument("--max-block-ops", type=int, default=None,
+                        help="another block-op cap (Prism's: 11), to measure a tree too big "
+                             "to finish at the full cap")
     args = parser.parse_args()
     where = Executor(args.executor, args.workers)
     graphs = _corpus_graphs() if args.corpus else \
@@ -71,6 +75,8 @@ def main() -> None:
                               block_ops=ops)
         if args.pipeline:
             config = replace(search_config_for(graph, args.budget), block_ops=ops)
+        if args.max_block_ops is not None:
+            config = replace(config, max_block_ops=args.max_block_ops)
         start = time.perf_counter()
         result = search(graph, config, label=name, executor=where)
         s = result.summary()
