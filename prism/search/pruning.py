@@ -37,7 +37,7 @@ same operands twice, so no rule needs to prune a duplicate tensor.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -114,10 +114,8 @@ class Context:
 
     @cached_property
     def arity(self) -> int:
-        """The most operands an op this search tries reads (`ops_needed`; an op of any
-        number of operands: no limit)."""
-        arities = [OPS[k].arity for k in _reach_kinds(self.config)]
-        return 1 << 20 if any(a < 0 for a in arities) else max(arities, default=1)
+        """The most operands an op this search tries reads (`ops_needed`)."""
+        return max_arity(_reach_kinds(self.config))
 
     @cached_property
     def reach(self) -> dict[int, int]:
@@ -316,6 +314,12 @@ def _together(ctx: Context, pending: list[tuple[str, Term]], spread: list[int],
                    "ops": [[kind, attrs] for kind in _reach_kinds(ctx.config)
                            for attrs in ctx.target.choices(kind)],
                    "claim": _egraph_claim(ctx)})
+
+
+def max_arity(kinds: Iterable[str]) -> int:
+    """The most operands an op of `kinds` reads (an op of any number of them: no limit)."""
+    arities = [OPS[k].arity for k in kinds]
+    return 1 << 20 if any(a < 0 for a in arities) else max(arities, default=1)
 
 
 def ops_needed(distances: list[int], arity: int) -> int:

@@ -154,9 +154,8 @@ def _out_of_reach(state: State, ev: dict[str, Any]) -> str | None:
 
 def _out_of_reach_together(state: State, ev: dict[str, Any], waiting: dict[str, Any]
                            ) -> str | None:
-    from prism.ir.ops import OPS
     from prism.search.abstract import distances, inner_heads
-    from prism.search.pruning import BELOW_NONE, ops_needed
+    from prism.search.pruning import BELOW_NONE, max_arity, ops_needed
     assert state.block is not None
     remaining = ev["cap"] - state.block.compute_ops
     if remaining != ev["remaining"]:
@@ -181,8 +180,7 @@ def _out_of_reach_together(state: State, ev: dict[str, Any], waiting: dict[str, 
         if d != recorded:
             return f"{name} is {d} op(s) from an output, the evidence says {recorded}"
         spread.append(d)
-    arities = [OPS[kind].arity for kind, _ in ev["ops"]]
-    arity = 1 << 20 if any(a < 0 for a in arities) else max(arities, default=1)
+    arity = max_arity(kind for kind, _ in ev["ops"])
     if arity > ev["arity"]:
         return f"an op tried reads {arity} operands, the evidence says at most {ev['arity']}"
     needed = ops_needed(spread, arity)
