@@ -274,7 +274,10 @@ def reach_miss(ctx: Context, kernel: KernelState, compute_ops: int,
         if d > far:
             far, farthest = d, (name, term)
     if farthest is None or far <= remaining:
-        if len(spread) < 2 or ops_needed(spread, ctx.arity) <= remaining:
+        # a chain of binary ops over them, then the farthest one's distance, is some program's
+        # way: within the ops left, the count together can prune nothing (and is not computed)
+        if max(spread, default=0) + len(spread) - 1 <= remaining or \
+                ops_needed(spread, ctx.arity) <= remaining:
             return None
         return _together(ctx, pending, spread, remaining)
     name, term = farthest
