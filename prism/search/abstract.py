@@ -31,6 +31,7 @@ from prism.expr.tensor_terms import TensorAnalysis
 from prism.expr.terms import Term
 from prism.ir.graph import KernelGraph
 from prism.ir.ops import OPS, with_defaults
+from prism.search.completion import Completion
 from prism.verify.translate import (
     ACCUMULATOR_KINDS,
     accumulator_term,
@@ -70,6 +71,7 @@ class AbstractTarget:
         self._memo: dict[Term, int | None] = {}
         self.attr_choices = _attr_choices(target)
         self._reach: dict[frozenset[str], dict[int, int]] = {}
+        self._completion: dict[frozenset[str], Completion] = {}
 
     def choices(self, kind: str) -> list[dict[str, object]]:
         """The attributes the search tries for op `kind`: none for an op without attributes;
@@ -96,6 +98,14 @@ class AbstractTarget:
         if free not in self._reach:
             self._reach[free] = distances(self.egraph, self.roots, free)
         return self._reach[free]
+
+    def completion(self, kinds: Iterable[str]) -> Completion:
+        """The e-graph as `out_of_reach`'s sibling bounds read it, in ops of `kinds`
+        (`prism.search.completion`)."""
+        free = inner_heads(kinds, self.choices)
+        if free not in self._completion:
+            self._completion[free] = Completion(self.egraph, self.roots, free)
+        return self._completion[free]
 
     def output_index(self, term: Term) -> int | None:
         """Which target output `term` equals under the axioms, if any."""

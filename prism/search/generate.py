@@ -263,13 +263,15 @@ class Generator:
         self._try_close(kernel, block, kernel_key, parent)
         if block.compute_ops >= self.cfg.max_block_ops:
             return
+        held = _Once(lambda: self.ctx.held(block))     # what the children's ops may read
         for ext in self._ranked(self._order(list(self._block_extensions(block)), kernel.ops,
                                             block.signature()), kernel, block):
             assert isinstance(ext, tuple)
             kind, operands, key, attrs = ext
             accumulator = OPS[kind].category == "accum"
             try:
-                if self._prejudge(kernel, block, kind, operands, accumulator, attrs, parent):
+                if self._prejudge(kernel, block, kind, operands, accumulator, attrs, parent,
+                                  held):
                     continue
                 child = block.extend(kind, operands, key, accumulator, attrs)
             except ShapeError:
@@ -288,11 +290,13 @@ class Generator:
 
     def _prejudge(self, kernel: KernelState, block: BlockState, kind: str,
                   operands: tuple[int, ...], accumulator: bool, attrs: dict[str, object],
-                  parent: str) -> bool:
+                  parent: str, held: Callable[[], frozenset[int]]) -> bool:
         """Decide a block op's family before building it, when the first rule that would
         prune it is `cannot_close`, `abstract_expression` or `out_of_reach` (the rules that
-        read only the op count, the waiting tensors and their abstract expressions): emit it
-        generated and pruned exactly as `visit` would, and say True. Most families end so,
+        read only the op count, the waiting tensors and their abstract expressions, and what
+        the block graph holds: here the parent's, `held`, one op short, so `out_of_reach`'s
+        sibling bounds take a slack of 1 and the built family is decided again in full): emit
+        it generated and pruned exactly as `visit` would, and say True. Most families end so,
         and building their states was most of the search's time. ShapeError when the op does
         not fit (no family, as `extend`). Off when graphs are recorded or those rules audited."""
         shape, term = block.probe(kind, operands, accumulator, attrs)
@@ -308,7 +312,7 @@ class Generator:
         if pruned is None and "out_of_reach" not in self.cfg.disabled:
             pruned = reach_miss(self.ctx, kernel, block.compute_ops + 1, [
                 *((block.tensors[i].name, block.tensors[i].term) for i in block.open_tensors
-                  if i not in operands), (name, term)])
+                  if i not in operands), (name, term)], held, 1)
         if pruned is None:
             return False
         if self.cb.should_stop():
@@ -475,6 +479,19 @@ def _sums_splits(kind: str, args: list[Tensor]) -> bool:
     if len(args) != 1:
         return False
     return kind == ("red_ld_sum" if data_dim(args[0].shape[-1]) == dim(1) else "redtox_ld_sum")
+
+
+class _Once:
+    """A value computed at its first call, then kept."""
+
+    def __init__(self, make: Callable[[], frozenset[int]]):
+        self.make = make
+        self.value: frozenset[int] | None = None
+
+    def __call__(self) -> frozenset[int]:
+        if self.value is None:
+            self.value = self.make()
+        return self.value
 
 
 def _shown(attrs: dict[str, object]) -> str:

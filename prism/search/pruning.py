@@ -20,7 +20,10 @@ order of cost, each switchable off by name (`SearchConfig.disabled`), each audit
                                         its e-graph than the ops left can go, or the waiting
                                         tensors together need more ops on their ways to the
                                         one stored tensor than are left (`reach_miss`,
-                                        `ops_needed`)
+                                        `ops_needed`), or one of them does once the other
+                                        operands its way reads are built too, or the output
+                                        itself takes more ops to build from what the block
+                                        graph holds (`prism.search.completion`)
     hardware             no_feasible    no assignment of grid sizes, loop range and map bits
                                         fits the device (z3; the unsat core is the evidence)
     cost_bound           not_better     a lower bound of the family's modeled latency over
@@ -45,6 +48,7 @@ from typing import Any
 from prism.expr.terms import Term
 from prism.ir.graph import KernelGraph
 from prism.ir.ops import OPS
+from prism.search.completion import Completion
 from prism.search.hardware import check_hardware
 from prism.search.state import BlockState, KernelState, Tensor
 
@@ -116,6 +120,16 @@ class Context:
     def arity(self) -> int:
         """The most operands an op this search tries reads (`ops_needed`)."""
         return max_arity(_reach_kinds(self.config))
+
+    @cached_property
+    def completion(self) -> Completion:
+        """The target's e-graph as the sibling bounds read it (`prism.search.completion`)."""
+        return self.target.completion(_reach_kinds(self.config))
+
+    def held(self, block: BlockState) -> frozenset[int]:
+        """The classes of the tensors `block` holds, as `completion` numbers them."""
+        lookup = self.target.lookup
+        return self.completion.classes_of(lookup(t.term) for t in block.tensors)
 
     @cached_property
     def reach(self) -> dict[int, int]:
@@ -237,7 +251,7 @@ def out_of_reach(ctx: Context, fam: Family) -> Pruned | None:
     block = fam.block
     return reach_miss(ctx, fam.kernel, block.compute_ops,
                       [(block.tensors[i].name, block.tensors[i].term)
-                       for i in block.open_tensors])
+                       for i in block.open_tensors], lambda: ctx.held(block))
 
 
 def reach_applies(ctx: Context, kernel: KernelState) -> bool:
@@ -251,15 +265,29 @@ def reach_applies(ctx: Context, kernel: KernelState) -> bool:
 
 
 def reach_miss(ctx: Context, kernel: KernelState, compute_ops: int,
-               pending: list[tuple[str, Term]]) -> Pruned | None:
+               pending: list[tuple[str, Term]],
+               held: Callable[[], frozenset[int]] | None = None, slack: int = 0
+               ) -> Pruned | None:
     """`out_of_reach` on a block graph of `compute_ops` ops whose waiting tensors are
     `pending`. Each waiting tensor is consumed on the way to the one stored tensor, so its
     term is a subterm of that tensor's term, which is a target output; in the target's
     e-graph its class is then at most as far from an output class as the ops that follow it
     (`AbstractTarget.reach`). A tensor whose class is further than the ops left under the cap
-    ends no program. A term the e-graph lacks is left to `abstract_expression`."""
+    ends no program. A term the e-graph lacks is left to `abstract_expression`.
+
+    With `held` (the classes the block graph holds, `Context.held`; with `slack` 1 those it
+    held before its newest op), the sibling bounds of `prism.search.completion` too: the
+    output's height over what is held, and each waiting tensor's chain bound."""
     if not reach_applies(ctx, kernel):
         return None
+    found = _distance_miss(ctx, compute_ops, pending)
+    if found is not None or held is None:
+        return found
+    return _sibling_miss(ctx, compute_ops, pending, held(), slack)
+
+
+def _distance_miss(ctx: Context, compute_ops: int, pending: list[tuple[str, Term]]
+                   ) -> Pruned | None:
     remaining = ctx.config.max_block_ops - compute_ops
     reach = ctx.reach
     far, farthest = -1, None
@@ -292,6 +320,36 @@ def reach_miss(ctx: Context, kernel: KernelState, compute_ops: int,
                    "ops": [[kind, attrs] for kind in _reach_kinds(ctx.config)
                            for attrs in ctx.target.choices(kind)],
                    "claim": _egraph_claim(ctx)})
+
+
+def _sibling_miss(ctx: Context, compute_ops: int, pending: list[tuple[str, Term]],
+                  held: frozenset[int], slack: int) -> Pruned | None:
+    """`out_of_reach` by the sibling bounds (`prism.search.completion`)."""
+    remaining = ctx.config.max_block_ops - compute_ops
+    completion = ctx.completion
+    common = {"remaining": remaining, "cap": ctx.config.max_block_ops, "siblings": True,
+              "ops": [[kind, attrs] for kind in _reach_kinds(ctx.config)
+                      for attrs in ctx.target.choices(kind)],
+              "claim": _egraph_claim(ctx)}
+    if completion.output_height(held) - slack > remaining:
+        return Pruned("out_of_reach",
+                      f"no target output can be built from the {len(held)} classes the block "
+                      f"graph holds (and the inputs) in the {remaining} op(s) left under the "
+                      f"cap of {ctx.config.max_block_ops}{_limit_note(ctx)}",
+                      {**{k: v for k, v in ctx.target.evidence(ctx.target.terms[0]).items()
+                          if k != "expression"}, "tensor": None, **common})
+    for name, term in pending:
+        cls = ctx.target.lookup(term)
+        if cls is None or completion.fits(held, completion.number_of(cls), remaining, slack):
+            continue
+        return Pruned("out_of_reach",
+                      f"{name} = {term} waits for a consumer, and on every way from it to the "
+                      f"output in the target's e-graph the ops on the way, with those that "
+                      f"must build the other operands the way reads from what the block graph "
+                      f"holds, are more than the {remaining} left under the cap of "
+                      f"{ctx.config.max_block_ops}{_limit_note(ctx)}",
+                      {**ctx.target.evidence(term), "tensor": name, **common})
+    return None
 
 
 BELOW_NONE = 1 << 30      # a class in no output's term: no number of ops reaches an output

@@ -15,7 +15,12 @@
                                the recorded ops); or, for the waiting tensors together, each
                                waits with its recorded expression and distance (recomputed so)
                                and the ops they need together (`ops_needed`, at the recorded
-                               ops' largest arity) exceed the ops left
+                               ops' largest arity) exceed the ops left; or, for the
+                               sibling bounds (`siblings`), the heights over the classes of
+                               the state's tensors and the named tensor's chain bound
+                               (`prism.search.completion`), recomputed in the saturated
+                               target, exceed the ops left (the output's height, when no
+                               tensor is named)
     prune hardware             the unsat core's constraints, built again from the state's graph
                                for the recorded device, are unsatisfiable together (z3)
     prune cost_bound           the cost model's lower bound of the state's graph, recomputed,
@@ -129,6 +134,8 @@ def _out_of_reach(state: State, ev: dict[str, Any]) -> str | None:
     waiting = {block.tensors[i].name: block.tensors[i] for i in block.open_tensors}
     if "waiting" in ev:
         return _out_of_reach_together(state, ev, waiting)
+    if ev.get("siblings"):
+        return _out_of_reach_siblings(state, ev, waiting)
     tensor = waiting.get(ev["tensor"])
     if tensor is None:
         return f"{ev['tensor']} does not wait for a consumer in the state"
@@ -186,6 +193,40 @@ def _out_of_reach_together(state: State, ev: dict[str, Any], waiting: dict[str, 
     needed = ops_needed(spread, arity)
     if needed <= remaining:
         return f"the waiting tensors need {needed} op(s) together, within the {remaining} left"
+    return None
+
+
+def _out_of_reach_siblings(state: State, ev: dict[str, Any], waiting: dict[str, Any]
+                           ) -> str | None:
+    from prism.search.abstract import inner_heads
+    from prism.search.completion import Completion
+    assert state.block is not None
+    remaining = ev["cap"] - state.block.compute_ops
+    if remaining != ev["remaining"]:
+        return f"{remaining} ops are left under the cap, the evidence says {ev['remaining']}"
+    if ev.get("claim") == "no_equivalent" and not ev.get("saturated"):
+        return "claims no_equivalent from a target e-graph that did not saturate"
+    target = _target(state, ev)
+    completion = Completion(target.egraph, target.roots, inner_heads(
+        [kind for kind, _ in ev["ops"]], _tried(ev)))
+    held = completion.classes_of(target.egraph.lookup(t.term) for t in state.block.tensors)
+    if ev["tensor"] is None:
+        least = completion.output_height(held)
+        if least <= remaining:
+            return (f"a target output is {least} op(s) high over what the block graph holds, "
+                    f"within the {remaining} left")
+        return None
+    tensor = waiting.get(ev["tensor"])
+    if tensor is None:
+        return f"{ev['tensor']} does not wait for a consumer in the state"
+    if str(tensor.term) != ev["expression"]:
+        return f"{ev['tensor']} is {tensor.term}, the evidence says {ev['expression']}"
+    found = target.egraph.lookup(tensor.term)
+    if found is None:
+        return f"{ev['expression']} is not in the target's e-graph: nothing to measure"
+    if completion.fits(held, completion.number_of(found), remaining):
+        return (f"some way from {ev['expression']} to an output, with the operands it reads, "
+                f"fits the {remaining} op(s) left")
     return None
 
 

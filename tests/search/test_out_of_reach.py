@@ -119,7 +119,7 @@ def test_each_prune_rechecks_and_corrupted_evidence_is_reported(cases):
     assert records
     report = check_records(records)
     assert report.ok, report.failures[:3]
-    records = [r for r in records if "tensor" in r["evidence"]]    # one tensor too far alone
+    records = [r for r in records if "distance" in r["evidence"]]   # one tensor too far alone
     assert records
     bad = []
     for field, change in (("remaining", 3), ("cap", 3)):
@@ -181,11 +181,14 @@ def test_ops_needed_is_the_fewest_ops_on_every_small_case():
     assert ops_needed([0] * 5, 2) == 4 and ops_needed([7], 2) == 7 and ops_needed([], 2) == 0
 
 
-def test_the_waiting_tensors_together_prune_and_recheck(cases):
+def test_the_waiting_tensors_together_prune_and_recheck(cases, monkeypatch):
     """ntrans at 5 ops: some families have every waiting tensor within reach alone and not
     together; the prune's evidence rechecks from the state, and corrupted evidence does not.
     That the rule keeps every candidate: `test_recorded.py` (the recorded searches with it on)
-    and the audit above."""
+    and the audit above. The sibling bounds (`test_completion.py`) are off here: they prune
+    these families' parents first."""
+    from prism.search import pruning
+    monkeypatch.setattr(pruning, "_sibling_miss", lambda *args: None)
     graph = cases.small("ntrans").graph
     tracer = Tracer()
     config = _config(cases, max_block_ops=5, record_graphs=True)
