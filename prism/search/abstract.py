@@ -31,7 +31,7 @@ from prism.expr.tensor_terms import TensorAnalysis
 from prism.expr.terms import Term
 from prism.ir.graph import KernelGraph
 from prism.ir.ops import OPS, with_defaults
-from prism.search.completion import Completion
+from prism.search.completion import Completion, ops_patterns
 from prism.verify.translate import (
     ACCUMULATOR_KINDS,
     accumulator_term,
@@ -72,6 +72,9 @@ class AbstractTarget:
         self.attr_choices = _attr_choices(target)
         self._reach: dict[frozenset[str], dict[int, int]] = {}
         self._completion: dict[frozenset[str], Completion] = {}
+        # the ranks of the target's tensors: what an op's expression is built at
+        self.ranks = tuple(sorted({len(target.shape(t)) for t in (
+            *target.inputs, *target.outputs)}))
 
     def choices(self, kind: str) -> list[dict[str, object]]:
         """The attributes the search tries for op `kind`: none for an op without attributes;
@@ -102,10 +105,11 @@ class AbstractTarget:
     def completion(self, kinds: Iterable[str]) -> Completion:
         """The e-graph as `out_of_reach`'s sibling bounds read it, in ops of `kinds`
         (`prism.search.completion`)."""
-        free = inner_heads(kinds, self.choices)
-        if free not in self._completion:
-            self._completion[free] = Completion(self.egraph, self.roots, free)
-        return self._completion[free]
+        kinds = frozenset(kinds)
+        if kinds not in self._completion:
+            self._completion[kinds] = Completion(self.egraph, self.roots, ops_patterns(
+                sorted(kinds), self.choices, self.ranks))
+        return self._completion[kinds]
 
     def output_index(self, term: Term) -> int | None:
         """Which target output `term` equals under the axioms, if any."""

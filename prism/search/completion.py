@@ -7,22 +7,22 @@ reachable in few ops only beside siblings that take many (nTrans: `mul(H, X)` is
 output, each beside a term of the expanded square), so the distances alone keep families that
 no completion within the cap can finish.
 
-Two numbers, each a lower bound on the ops any completion still applies (the proofs below):
+Both numbers below count *op applications* the e-graph represents (`Completion`): an op's
+abstract expression matched at a class, its operands' classes bound. Every op of a program
+whose stored term the e-graph represents is one, at its result's class.
 
-- **heights** `h_F(c)`: the least height of a term of class c whose leaves are leaf classes
-  (inputs, constants) or classes in F, the classes of the tensors the block graph holds, counting
-  a node 1 and a node whose head an op only puts inside its term (`inner_heads`) 0. A new tensor
-  of class c has at least `h_F(c)` new tensors below it, itself included: an op adds one counted
-  node over its operands' classes.
-- **the chain bound** of a waiting tensor w: over every chain of e-nodes from an output class
-  down to w's class, the largest of (its counted nodes) and (for each e-node e on it and each
-  other child s of e) the counted nodes from e up to the output plus `h_F(s)`; then the least
+- **heights** `h_F(c)`: the least height, in ops, of a term of class c whose leaves are leaf
+  classes (inputs, constants) or classes in F, the classes of the tensors the block graph
+  holds. A new tensor of class c has at least `h_F(c)` new tensors below it, itself included
+  (by induction: an op over operands of heights ≤ n makes a class of height ≤ n + 1).
+- **the chain bound** of a waiting tensor w: over every chain of op applications from an
+  output class down to w's class, the largest of (its ops) and (for each op on it at depth
+  d, 1 for the output's own op, and each other operand s of it) d + `h_F(s)`; then the least
   over chains. In any completion, take the way t_1, ..., t_m from w to the stored tensor (ops
-  k = 1..m) and an operand a of op k besides t_(k-1): the new tensors below a meet the way only in
-  t_1..t_(k-1), so the completion applies at least m + h_F(class a) - (k - 1) ops, and the
-  counted nodes from op k's e-node up are at most m - k + 1, the ops k..m. A sibling inside op
-  k's term (under an inner head) has a height at most its operands'. So the completion's own
-  chain bounds its op count from below, and the least over chains does too.
+  k = 1..m, op k at depth m - k + 1) and an operand a of op k besides t_(k-1): the new tensors
+  below a meet the way only in t_1..t_(k-1), so the completion applies at least
+  m + h_F(class a) - (k - 1) ops. Its own chain bounds its op count from below, and the
+  least over chains does too.
 
 With `slack` 1 the heights are those of the block graph *before* its newest op: that op read
 only held tensors, so its result has height at most 1 over F, and replacing it in any term by
@@ -38,31 +38,43 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from prism.expr.egraph import EGraph
+from prism.expr.terms import Term
 
 FAR = 1 << 20          # a class no term of leaves and held classes reaches; no chain fits
 _CACHE = 4096          # heights kept per search (a dict per set of held classes)
 
 
 class Completion:
-    """The target's e-graph as the two bounds read it: dense class numbers, each e-node as (its
-    weight, its children), each class's parents, and the heights over leaf classes alone."""
+    """The target's e-graph as the two bounds read it: dense class numbers, each *op
+    application* the e-graph represents as (its weight, 1; its operands' classes), each class's
+    parents, and the heights over leaf classes alone.
 
-    def __init__(self, egraph: EGraph, roots: Iterable[int], free: frozenset[str]):
+    An op application is a match of an op's pattern (`patterns`: its abstract expression over
+    variables `?0`, `?1`, ..., `ops_patterns`) at a class: the pattern's top an e-node of the
+    class, its inner nodes e-nodes of the classes below, its constants leaves there, each
+    variable bound to a class (one variable twice, one class). Every op of a program whose
+    stored term the e-graph represents is such a match at its result's class, its operands'
+    classes bound (the e-graph holds every subterm of a term it represents), so counting ops
+    this way is exact where counting e-nodes (`inner_heads`) lets a head an op only puts
+    inside its term stand alone for free."""
+
+    def __init__(self, egraph: EGraph, roots: Iterable[int], patterns: Iterable[Term]):
         classes = egraph.classes()
         self.number = {c: i for i, c in enumerate(classes)}
-        self.nodes: list[list[tuple[int, tuple[int, ...]]]] = [[] for _ in classes]
-        leafy = [False] * len(classes)
+        leafy = [any(not node.children for node in egraph.nodes(c)) for c in classes]
+        applied: list[set[tuple[int, ...]]] = [set() for _ in classes]
+        patterns = list(dict.fromkeys(patterns))
         for c in classes:
             i = self.number[c]
-            for node in egraph.nodes(c):
-                if not node.children:
-                    leafy[i] = True
-                    continue
-                self.nodes[i].append((int(node.head not in free),
-                                      tuple(self.number[egraph.find(x)] for x in node.children)))
+            for pattern in patterns:
+                for binding in _match(egraph, pattern, c, {}):
+                    applied[i].add(tuple(self.number[binding[v]]
+                                         for v in _variables(pattern)))
+        self.nodes: list[list[tuple[int, tuple[int, ...]]]] = [
+            [(1, operands) for operands in sorted(ops)] for ops in applied]
         self.parents: list[list[tuple[int, int, tuple[int, ...]]]] = [[] for _ in classes]
         for p, nodes in enumerate(self.nodes):
             for weight, children in nodes:
@@ -212,3 +224,59 @@ class Completion:
         new ops (one that applies none stores a held tensor, whose class is held)."""
         h = self.heights(held)
         return min(h[r] for r in self.roots)
+
+
+VARIABLE = "?"          # a pattern's variables: ?0, ?1, ...
+
+
+def ops_patterns(kinds: Iterable[str], choices: Callable[[str], list[dict[str, object]]],
+                 ranks: Iterable[int]) -> list[Term]:
+    """The abstract expression of each op of `kinds`, with each attribute set `choices` gives
+    it, on operands of each rank in `ranks`, over variables: what `Completion` matches. An op
+    whose expression is its operand's (`nored`; `redtox_ld_sum`, whose sum of split tiles is
+    the tile's term at the trivial instantiation) applies nothing: its result has its operand's
+    class."""
+    from prism.ir.ops import OPS
+    from prism.search.abstract import op_term
+    out = []
+    for kind in kinds:
+        if kind == "redtox_ld_sum":
+            continue
+        args = [Term(f"{VARIABLE}{i}", ()) for i in range(max(OPS[kind].arity, 1))]
+        for attrs in choices(kind):
+            for rank in ranks:
+                pattern = op_term(kind, args, rank, dict(attrs))
+                if pattern.args:
+                    out.append(pattern)
+    return out
+
+
+def _variables(pattern: Term) -> list[str]:
+    """The pattern's variables, each once, in order."""
+    return sorted({t.head for _, t in pattern.subterms()
+                   if not t.args and t.head.startswith(VARIABLE)})
+
+
+def _match(egraph: EGraph, pattern: Term, cls: int, binding: dict[str, int]
+           ) -> list[dict[str, int]]:
+    """Every binding of the pattern's variables under which it matches at class `cls`."""
+    cls = egraph.find(cls)
+    if not pattern.args:
+        if pattern.head.startswith(VARIABLE):
+            bound = binding.get(pattern.head)
+            if bound is None:
+                return [{**binding, pattern.head: cls}]
+            return [binding] if bound == cls else []
+        return [binding] if any(n.head == pattern.head and not n.children
+                                for n in egraph.nodes(cls)) else []
+    out = []
+    for node in egraph.nodes(cls):
+        if node.head != pattern.head or len(node.children) != len(pattern.args):
+            continue
+        found = [binding]
+        for sub, child in zip(pattern.args, node.children, strict=True):
+            found = [b for f in found for b in _match(egraph, sub, child, f)]
+            if not found:
+                break
+        out.extend(found)
+    return out

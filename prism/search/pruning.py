@@ -328,6 +328,7 @@ def _sibling_miss(ctx: Context, compute_ops: int, pending: list[tuple[str, Term]
     remaining = ctx.config.max_block_ops - compute_ops
     completion = ctx.completion
     common = {"remaining": remaining, "cap": ctx.config.max_block_ops, "siblings": True,
+              "ranks": list(ctx.target.ranks),
               "ops": [[kind, attrs] for kind in _reach_kinds(ctx.config)
                       for attrs in ctx.target.choices(kind)],
               "claim": _egraph_claim(ctx)}

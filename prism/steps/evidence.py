@@ -198,17 +198,20 @@ def _out_of_reach_together(state: State, ev: dict[str, Any], waiting: dict[str, 
 
 def _out_of_reach_siblings(state: State, ev: dict[str, Any], waiting: dict[str, Any]
                            ) -> str | None:
-    from prism.search.abstract import inner_heads
-    from prism.search.completion import Completion
+    from prism.search.completion import Completion, ops_patterns
     assert state.block is not None
     remaining = ev["cap"] - state.block.compute_ops
     if remaining != ev["remaining"]:
         return f"{remaining} ops are left under the cap, the evidence says {ev['remaining']}"
     if ev.get("claim") == "no_equivalent" and not ev.get("saturated"):
         return "claims no_equivalent from a target e-graph that did not saturate"
+    ranks = {len(t.shape) for t in (*state.kernel.tensors, *state.block.tensors)}
+    if not ranks <= set(ev["ranks"]):
+        return (f"the state holds tensors of rank {sorted(ranks)}, the ops were matched at "
+                f"{ev['ranks']}")
     target = _target(state, ev)
-    completion = Completion(target.egraph, target.roots, inner_heads(
-        [kind for kind, _ in ev["ops"]], _tried(ev)))
+    completion = Completion(target.egraph, target.roots, ops_patterns(
+        sorted({kind for kind, _ in ev["ops"]}), _tried(ev), ev["ranks"]))
     held = completion.classes_of(target.egraph.lookup(t.term) for t in state.block.tensors)
     if ev["tensor"] is None:
         least = completion.output_height(held)

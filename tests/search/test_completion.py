@@ -1,9 +1,10 @@
 """`out_of_reach`'s sibling bounds (`prism.search.completion`, issue 17 item 3): the ops a
 completion needs, counting the operands its way to the output reads and must build.
 
-Oracles: heights recomputed level by level straight from the e-graph (the least height of a
-term over the leaves and the held classes); the chain bound against every walk of a small
-e-graph; the searches with the bounds on and off (the same complete families, by graph
+Oracles: op applications found by looking each op's whole expression up in a small e-graph,
+on every choice of operand classes; heights recomputed level by level from those (the least
+height of a term over the leaves and the held classes); the chain bound against every walk
+of them; the searches with the bounds on and off (the same complete families, by graph
 digest, with fewer generated); the step checker, which recomputes each prune from a fresh
 saturation and rejects corrupted evidence.
 """
@@ -20,7 +21,7 @@ import pytest
 from prism.expr.egraph import EGraph
 from prism.expr.terms import Term
 from prism.search import pruning
-from prism.search.completion import FAR, Completion
+from prism.search.completion import FAR, Completion, ops_patterns
 from prism.steps import check_records, export
 from prism.trace import Tracer
 
@@ -30,36 +31,7 @@ def _t(head: str, *args: Term) -> Term:
 
 
 X, W, ONE = _t("X"), _t("W"), _t("1")
-FREE = frozenset({"mean", "square"})
-
-
-def _levels(eg: EGraph, held: set[int], free: frozenset[str]) -> dict[int, int]:
-    """The oracle for heights: the classes with a term of height ≤ k, for k = 0, 1, ...: at
-    level 0 the leaf classes and the held ones, closed under free heads; each next level adds
-    the classes with a counted e-node over the previous level, closed again."""
-    classes = eg.classes()
-    level: dict[int, int] = {}
-    reached = {c for c in classes if c in held or any(not n.children for n in eg.nodes(c))}
-    k = 0
-    while True:
-        grown = True
-        while grown:        # close under free heads at this level
-            grown = False
-            for c in classes:
-                if c not in reached and any(
-                        n.children and n.head in free and
-                        all(eg.find(x) in reached for x in n.children) for n in eg.nodes(c)):
-                    reached.add(c)
-                    grown = True
-        for c in reached:
-            level.setdefault(c, k)
-        if len(reached) == len(classes) or k > len(classes):
-            return level
-        reached |= {c for c in classes if any(
-            n.children and n.head not in free and all(eg.find(x) in reached
-                                                      for x in n.children)
-            for n in eg.nodes(c))}
-        k += 1
+KINDS = ("add", "mul", "div", "sqrt", "red_ld_rms")
 
 
 def _small_egraph() -> tuple[EGraph, int]:
@@ -74,51 +46,100 @@ def _small_egraph() -> tuple[EGraph, int]:
     return eg, top
 
 
-def test_heights_are_the_least_term_heights_over_what_is_held():
-    from prism.search.abstract import AbstractTarget
-    from prism.workloads import get_workload
-    target = AbstractTarget(get_workload("rmsnorm_matmul").graph)
-    eg = target.egraph
-    completion = Completion(eg, target.roots, FREE)
+def _completion(eg: EGraph, top: int) -> Completion:
+    patterns = ops_patterns(KINDS, lambda kind: [{}], [2])
+    return Completion(eg, [top], patterns)
+
+
+def _applications(eg: EGraph) -> list[tuple[int, tuple[int, ...]]]:
+    """The oracle's op applications: every op of KINDS on every choice of operand classes,
+    its expression built over the operands' own terms and looked up whole in the e-graph
+    (where `Completion` matches its pattern node by node)."""
+    from itertools import product
+
+    from prism.ir.ops import OPS
+    from prism.search.abstract import op_term
     classes = eg.classes()
-    # no held class, then growing sets of held classes (each a parent's set plus one, as the
-    # search asks, and one asked from nothing)
-    sets = [set(), {classes[3]}, {classes[3], classes[len(classes) // 2]},
-            set(classes[::7])]
-    for held in sets:
-        want = _levels(eg, held, FREE)
+    out = []
+    for kind in KINDS:
+        for operands in product(classes, repeat=OPS[kind].arity):
+            term = op_term(kind, [eg.extract(c) for c in operands], 2, {})
+            found = eg.lookup(term)
+            if found is not None:
+                out.append((eg.find(found), tuple(eg.find(c) for c in operands)))
+    return out
+
+
+def _levels(eg: EGraph, held: set[int]) -> dict[int, int]:
+    """The oracle for heights: the classes with a term of height ≤ k, level by level: the leaf
+    classes and the held ones, then each level the results of an op on the level before."""
+    apps = _applications(eg)
+    reached = {c for c in eg.classes()
+               if c in held or any(not n.children for n in eg.nodes(c))}
+    level = dict.fromkeys(reached, 0)
+    k = 0
+    while True:
+        k += 1
+        grown = {p for p, operands in apps if p not in reached and set(operands) <= reached}
+        if not grown:
+            return level
+        reached |= grown
+        level.update(dict.fromkeys(grown, k))
+
+
+def test_ops_match_where_their_expressions_are_represented():
+    eg, top = _small_egraph()
+    completion = _completion(eg, top)
+    want = {(completion.number_of(p), tuple(completion.number_of(c) for c in operands))
+            for p, operands in _applications(eg)}
+    got = {(p, operands) for p, nodes in enumerate(completion.nodes) for _, operands in nodes}
+    assert got == want
+    # red_ld_rms is one op from Y to the sqrt of its mean square; no op makes the mean alone
+    y = eg.lookup(_t("add", _t("mul", X, W), X))
+    rms = eg.lookup(_t("sqrt", _t("mean", _t("square", _t("add", _t("mul", X, W), X)), ONE)))
+    mean = eg.lookup(_t("mean", _t("square", _t("add", _t("mul", X, W), X)), ONE))
+    assert (completion.number_of(rms), (completion.number_of(y),)) in got
+    assert not any(p == completion.number_of(mean) for p, _ in got)
+
+
+def test_heights_are_the_least_term_heights_over_what_is_held():
+    eg, top = _small_egraph()
+    completion = _completion(eg, top)
+    classes = eg.classes()
+    # nothing held; a parent's set and a child's (the search's order); sets asked from nothing
+    for held in ([], classes[2:3], classes[2:4], classes[::3], classes[1::2]):
+        want = _levels(eg, set(held))
         got = completion.heights(completion.classes_of(held))
         for c in classes:
             assert got[completion.number_of(c)] == want.get(c, FAR), (held, c)
-    # held classes are height 0; the output, over leaves, is its program's height
-    assert completion.output_height(frozenset()) >= 2
+    # the output over the leaves: mul, add, red_ld_rms, div
+    assert completion.output_height(frozenset()) == 4
 
 
-def _walks(eg: EGraph, top: int, goal: int, free: frozenset[str], h: list[int],
-           completion: Completion, limit: int) -> int:
-    """The oracle for the chain bound: every walk down from the output, up to `limit` e-nodes
-    long, by brute force; the least over those reaching `goal` of the largest of its counted
-    nodes and, for each e-node on it and each other child, the counted nodes from that e-node
-    up plus the child's height."""
+def _walks(eg: EGraph, top: int, goal: int, h: list[int], completion: Completion,
+           limit: int) -> int:
+    """The oracle for the chain bound: every walk of op applications down from the output, up
+    to `limit` long, by brute force; the least over those reaching `goal` of the largest of
+    its ops and, for each op on it and each other operand, the ops from that op up plus the
+    operand's height."""
+    by_result: dict[int, list[tuple[int, ...]]] = {}
+    for p, operands in _applications(eg):
+        by_result.setdefault(p, []).append(operands)
     best = FAR
 
-    def down(c: int, steps: list[tuple[int, list[int]]]) -> None:
+    def down(c: int, siblings: list[list[int]]) -> None:
         nonlocal best
         if c == goal:
-            counted = [w for w, _ in steps]
-            value = sum(counted)
-            for i, (_, siblings) in enumerate(steps):
-                above = sum(counted[:i + 1])
-                for s in siblings:
-                    value = max(value, above + h[completion.number_of(s)])
+            value = len(siblings)
+            for i, others in enumerate(siblings):
+                for s in others:
+                    value = max(value, i + 1 + h[completion.number_of(s)])
             best = min(best, value)
-        if len(steps) >= limit:
+        if len(siblings) >= limit:
             return
-        for node in eg.nodes(c):
-            children = [eg.find(x) for x in node.children]
-            for i, child in enumerate(children):
-                down(child, [*steps, (int(node.head not in free),
-                                      children[:i] + children[i + 1:])])
+        for operands in by_result.get(c, []):
+            for i, child in enumerate(operands):
+                down(child, [*siblings, [*operands[:i], *operands[i + 1:]]])
 
     down(eg.find(top), [])
     return best
@@ -126,20 +147,20 @@ def _walks(eg: EGraph, top: int, goal: int, free: frozenset[str], h: list[int],
 
 def test_the_chain_bound_is_the_least_over_every_walk():
     eg, top = _small_egraph()
-    completion = Completion(eg, [top], FREE)
+    completion = _completion(eg, top)
+    y = _t("add", _t("mul", X, W), X)
     for held in (set(), {eg.find(eg.lookup(_t("mul", X, W)))},
-                 {eg.find(eg.lookup(_t("sqrt", _t("mean", _t("square", _t(
-                     "add", _t("mul", X, W), X)), ONE))))}):
+                 {eg.find(eg.lookup(_t("sqrt", _t("mean", _t("square", y), ONE))))}):
         numbers = completion.classes_of(held)
         h = completion.heights(numbers)
         for c in eg.classes():
-            least = _walks(eg, top, c, FREE, h, completion, 7)
+            least = _walks(eg, top, c, h, completion, 6)
             for remaining in range(7):
                 assert completion.fits(numbers, completion.number_of(c), remaining) == \
                     (least <= remaining), (held, c, remaining, least)
-    # X is 2 ops from the output (add, div), but every way down to it passes an e-node
-    # beside a sibling to build: under the div, the sqrt of the mean square, 3 high over the
-    # leaves (mul, add, sqrt): at least 1 + 3 ops, the 4 of the program itself
+    # X is 2 ops from the output (add, div), but every way down to it passes an op beside an
+    # operand to build: under the div, the sqrt of the mean square, 3 high over the leaves
+    # (mul, add, red_ld_rms): at least 1 + 3 ops, the 4 of the program itself
     x = completion.number_of(eg.lookup(X))
     assert not completion.fits(frozenset(), x, 3) and completion.fits(frozenset(), x, 4)
 
@@ -214,12 +235,21 @@ def test_a_sibling_prune_rechecks_and_corrupted_evidence_is_reported(cases):
     r = chains[0]
     bad = []
     for change in ({"remaining": r["evidence"]["remaining"] + 1},
-                   {"cap": r["evidence"]["cap"] + 20, "remaining":
-                    r["evidence"]["remaining"] + 20},
                    {"tensor": "nothing"},
-                   {"expression": "(mul X X)"}):
+                   {"expression": "(mul X X)"},
+                   {"ranks": []}):
         wrong = copy.deepcopy(r)
         wrong["evidence"].update(change)
         bad.append(wrong)
     for wrong in bad:
         assert not check_records([wrong]).ok, wrong["evidence"]
+
+    def more_ops(record: dict) -> dict:
+        wrong = copy.deepcopy(record)
+        wrong["evidence"]["cap"] += 20
+        wrong["evidence"]["remaining"] += 20
+        return wrong
+
+    # with 20 ops more some pruned tensor is within reach (others are below every output:
+    # no number of ops reaches it, and the prune holds at any cap)
+    assert any(not check_records([more_ops(r)]).ok for r in chains[:20])
