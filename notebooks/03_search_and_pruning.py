@@ -250,7 +250,7 @@ print("note:", stopped.notes[0])
 # waits, how far it is from the output, and how many ops the cap leaves.
 
 # %%
-reach = [e for e in prunes if e.rule == "out_of_reach" and "tensor" in e.evidence]
+reach = [e for e in prunes if e.rule == "out_of_reach" and "distance" in e.evidence]
 show_prune(reach[0])
 
 # %% [markdown]
@@ -261,7 +261,7 @@ show_prune(reach[0])
 # with one tensor it is that tensor's distance. So a family can be pruned although each of its
 # tensors alone is within reach. Its evidence lists every waiting tensor with its distance, and
 # the ops they need together (`needed`). This small search has none. The example comes from
-# nTrans at five block ops, and the step checker (`prism.steps`) rechecks it from the family's
+# nTrans at six block ops, and the step checker (`prism.steps`) rechecks it from the family's
 # state alone (so the search records its graphs): each distance in a fresh saturation, then
 # the count.
 
@@ -271,7 +271,7 @@ from prism.steps import check_records, export
 together = [e for e in prunes if e.rule == "out_of_reach" and "waiting" in e.evidence]
 ntrans = prism.get_workload("ntrans").with_shapes(H=(8, 64), X=(8, 64), alpha=(8, 64))
 ntrans_tracer = Tracer()
-search(ntrans.graph, SearchConfig(grid_dims=(1,), max_block_ops=5,
+search(ntrans.graph, SearchConfig(grid_dims=(1,), max_block_ops=6,
                                   block_ops=("rms_norm", "add", "mul"), record_graphs=True),
        label="ntrans", tracer=ntrans_tracer)      # graphs recorded: the checker reads states
 example = next(e for e in ntrans_tracer.events if isinstance(e, FamilyPruned)
@@ -282,6 +282,29 @@ for name, expression, distance in example.evidence["waiting"]:
     print(f"  {name:<8} {distance} op(s) from the output   {expression}")
 records = [r for r in export(ntrans_tracer.events, "ntrans").records
            if r["kind"] == "prune" and r["source"] == example.id]
+print(f"  rechecked by the step checker: {'holds' if check_records(records).ok else 'FAILS'}")
+
+# %% [markdown]
+# A distance counts only the ops on a tensor's way to the output. Each op on that way also reads
+# other operands, its *siblings*, and a sibling the block graph does not hold yet costs ops of
+# its own. So the rule has a third count, the **sibling bound** (`prism.search.completion`). It
+# matches every op's expression in the target's e-graph, so a step is one whole op. A class's
+# *height* is the fewest ops that build it from the inputs and the classes the block graph
+# already holds. On a way down from the output, an op at depth d beside a sibling of height h
+# means at least d + h ops. The sibling's new tensors can share only the ops below it on the way.
+# The rule takes the least such bound over every way down to the tensor. It also prunes when the
+# output's own height exceeds the ops left. In nTrans, products such as `mul(H, X)` lie a few
+# ops below the output, but only inside the expanded square, whose other terms cost many ops
+# each. The step checker recomputes the heights and the bound from the state.
+
+# %%
+beside = next(e for e in ntrans_tracer.events if isinstance(e, FamilyPruned)
+              and e.rule == "out_of_reach" and e.evidence.get("siblings")
+              and e.evidence["tensor"] is not None)
+print(f"the nTrans sibling example, {beside.id}:")
+print(f"  {beside.reason}")
+records = [r for r in export(ntrans_tracer.events, "ntrans").records
+           if r["kind"] == "prune" and r["source"] == beside.id]
 print(f"  rechecked by the step checker: {'holds' if check_records(records).ok else 'FAILS'}")
 
 # %% [markdown]
