@@ -44,7 +44,7 @@ from prism.expr.egraph import EGraph
 from prism.expr.terms import Term
 
 FAR = 1 << 20          # a class no term of leaves and held classes reaches; no chain fits
-_CACHE = 4096          # heights kept per search (a dict per set of held classes)
+_CACHE = 1024          # heights kept per search (a list per set of held classes)
 
 
 class Completion:
@@ -157,6 +157,8 @@ class Completion:
                         queue.append((d + weight, p))
                     else:
                         queue.appendleft((d, p))
+        if len(self._upward) >= _CACHE:
+            self._upward.clear()
         self._upward[c] = dist
         return dist
 
