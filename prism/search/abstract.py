@@ -72,9 +72,10 @@ class AbstractTarget:
         self.attr_choices = _attr_choices(target)
         self._reach: dict[frozenset[str], dict[int, int]] = {}
         self._completion: dict[frozenset[str], Completion] = {}
-        # the ranks of the target's tensors: what an op's expression is built at
-        self.ranks = tuple(sorted({len(target.shape(t)) for t in (
-            *target.inputs, *target.outputs)}))
+        # the ranks an op's expression is built at (`completion`): every rank up to the
+        # target's largest (its ops keep ranks; a rank more only adds matches, a weaker bound)
+        self.ranks = tuple(range(1, 1 + max(len(target.shape(t)) for t in (
+            *target.inputs, *target.outputs))))
 
     def choices(self, kind: str) -> list[dict[str, object]]:
         """The attributes the search tries for op `kind`: none for an op without attributes;
