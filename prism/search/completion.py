@@ -118,8 +118,8 @@ class Completion:
         return out
 
     def _settle(self, h: list[int], lowered: list[int]) -> list[int]:
-        """Lower the heights above the classes in `lowered` until no e-node lowers one more
-        (a class's height: least over its e-nodes of weight + the children's largest)."""
+        """Lower the heights above the classes in `lowered` until no op application lowers
+        one more (a class's height: least over its applications of 1 + the operands' largest)."""
         work = list(lowered)
         parents = self.parents
         while work:

@@ -34,6 +34,7 @@ Each check returns None when the evidence holds, else what fails (a sentence).
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -210,8 +211,11 @@ def _out_of_reach_siblings(state: State, ev: dict[str, Any], waiting: dict[str, 
         return (f"the state holds tensors of rank {sorted(ranks)}, the ops were matched at "
                 f"{ev['ranks']}")
     target = _target(state, ev)
-    completion = Completion(target.egraph, target.roots, ops_patterns(
-        sorted({kind for kind, _ in ev["ops"]}), _tried(ev), ev["ranks"]))
+    key = (json.dumps(ev["ops"], sort_keys=True), tuple(ev["ranks"]))
+    if key not in target.completions:       # once per search's ops (a file holds thousands)
+        target.completions[key] = Completion(target.egraph, target.roots, ops_patterns(
+            sorted({kind for kind, _ in ev["ops"]}), _tried(ev), ev["ranks"]))
+    completion = target.completions[key]
     held = completion.classes_of(target.egraph.lookup(t.term) for t in state.block.tensors)
     if ev["tensor"] is None:
         least = completion.output_height(held)
@@ -253,6 +257,7 @@ class _Saturated:
         self.roots = [self.egraph.add(t) for t in terms]
         report = self.egraph.run(rules(), iter_limit=limits.iterations, node_limit=limits.nodes)
         self.saturated = report.stop_reason == "saturated"
+        self.completions: dict[tuple[str, tuple[int, ...]], Any] = {}   # sibling bounds' tables
 
 
 def _target(state: State, ev: dict[str, Any]) -> _Saturated:
