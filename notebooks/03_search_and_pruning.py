@@ -294,8 +294,8 @@ print(f"  rechecked by the step checker: {'holds' if check_records(records).ok e
 # means at least d + h ops. The sibling's new tensors can share only the ops below it on the way.
 # The rule takes the least such bound over every way down to the tensor. It also prunes when the
 # output's own height exceeds the ops left. In nTrans, products such as `mul(H, X)` lie a few
-# ops below the output, but only inside the expanded square, whose other terms cost many ops
-# each. The step checker recomputes the heights and the bound from the state.
+# ops below the output, but only inside the expanded square, whose other products cost many
+# ops each. The step checker recomputes the heights and the bound from the state.
 
 # %%
 beside = next(e for e in ntrans_tracer.events if isinstance(e, FamilyPruned)
