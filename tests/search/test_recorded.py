@@ -39,7 +39,8 @@ def test_the_search_gives_the_recorded_results(case):
     for c in CASES])
 def test_out_of_reach_keeps_every_recorded_candidate(case):
     """The recorded searches with `out_of_reach` on (it came after them): every recorded
-    candidate again, by its graph, with its verdict and method, the same best latency, and no
+    candidate again, by its graph, with its verdict and method, the same best latency (at most
+    it, and more candidates, where the recorded search stopped at its family budget), and no
     more families generated than recorded; where the rule prunes, fewer."""
     from dataclasses import replace
 
@@ -48,9 +49,17 @@ def test_out_of_reach_keeps_every_recorded_candidate(case):
     graph, config = recorded_module.config_for(case)
     config = replace(config, disabled=config.disabled - {"out_of_reach"})
     fresh = recorded_module.as_recorded(search(graph, config))
-    assert sorted(c[2:] for c in fresh["candidates"]) == \
-        sorted(c[2:] for c in recorded["candidates"])
-    assert fresh["best_modeled_us"] == recorded["best_modeled_us"]
+    found = sorted(c[2:] for c in fresh["candidates"])
+    wanted = sorted(c[2:] for c in recorded["candidates"])
+    if recorded["summary"]["stop_reason"] == "exhausted":
+        assert found == wanted
+        assert fresh["best_modeled_us"] == recorded["best_modeled_us"]
+    else:
+        # a recorded search stopped by its family budget: the same budget, spent on fewer
+        # families per program, reaches every recorded candidate and further (rmsnorm_matmul
+        # with Prism's vocabulary: exhaustive at 49,480 families where 60,000 were not)
+        assert all(c in found for c in wanted)
+        assert fresh["best_modeled_us"] <= recorded["best_modeled_us"]
     pruned = fresh["summary"]["families"]["pruned"].get("out_of_reach", 0)
     generated = (fresh["summary"]["families"]["generated"],
                  recorded["summary"]["families"]["generated"])
