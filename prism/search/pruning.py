@@ -317,8 +317,7 @@ def _distance_miss(ctx: Context, compute_ops: int, pending: list[tuple[str, Term
                   {**ctx.target.evidence(term), "tensor": name,
                    "distance": None if far == BELOW_NONE else far, "remaining": remaining,
                    "cap": ctx.config.max_block_ops,
-                   "ops": [[kind, attrs] for kind in _reach_kinds(ctx.config)
-                           for attrs in ctx.target.choices(kind)],
+                   "ops": _ops_tried(ctx),
                    "claim": _egraph_claim(ctx)})
 
 
@@ -327,18 +326,14 @@ def _sibling_miss(ctx: Context, compute_ops: int, pending: list[tuple[str, Term]
     """`out_of_reach` by the sibling bounds (`prism.search.completion`)."""
     remaining = ctx.config.max_block_ops - compute_ops
     completion = ctx.completion
-    common = {"remaining": remaining, "cap": ctx.config.max_block_ops, "siblings": True,
-              "ranks": list(ctx.target.ranks),
-              "ops": [[kind, attrs] for kind in _reach_kinds(ctx.config)
-                      for attrs in ctx.target.choices(kind)],
-              "claim": _egraph_claim(ctx)}
     if completion.output_height(held) - slack > remaining:
         return Pruned("out_of_reach",
                       f"no target output can be built from the {len(held)} classes the block "
                       f"graph holds (and the inputs) in the {remaining} op(s) left under the "
                       f"cap of {ctx.config.max_block_ops}{_limit_note(ctx)}",
                       {**{k: v for k, v in ctx.target.evidence(ctx.target.terms[0]).items()
-                          if k != "expression"}, "tensor": None, **common})
+                          if k != "expression"}, "tensor": None,
+                       **_sibling_evidence(ctx, remaining)})
     for name, term in pending:
         cls = ctx.target.lookup(term)
         if cls is None or completion.fits(held, completion.number_of(cls), remaining, slack):
@@ -349,8 +344,21 @@ def _sibling_miss(ctx: Context, compute_ops: int, pending: list[tuple[str, Term]
                       f"must build the other operands the way reads from what the block graph "
                       f"holds, are more than the {remaining} left under the cap of "
                       f"{ctx.config.max_block_ops}{_limit_note(ctx)}",
-                      {**ctx.target.evidence(term), "tensor": name, **common})
+                      {**ctx.target.evidence(term), "tensor": name,
+                       **_sibling_evidence(ctx, remaining)})
     return None
+
+
+def _sibling_evidence(ctx: Context, remaining: int) -> dict[str, Any]:
+    return {"remaining": remaining, "cap": ctx.config.max_block_ops, "siblings": True,
+            "ranks": list(ctx.target.ranks), "ops": _ops_tried(ctx),
+            "claim": _egraph_claim(ctx)}
+
+
+def _ops_tried(ctx: Context) -> list[list[Any]]:
+    """The ops the search tries, each with each attribute set (what a checker re-reads)."""
+    return [[kind, attrs] for kind in _reach_kinds(ctx.config)
+            for attrs in ctx.target.choices(kind)]
 
 
 BELOW_NONE = 1 << 30      # a class in no output's term: no number of ops reaches an output
@@ -373,8 +381,7 @@ def _together(ctx: Context, pending: list[tuple[str, Term]], spread: list[int],
                                for (name, term), d in zip(pending, spread, strict=True)],
                    "needed": needed, "arity": ctx.arity, "remaining": remaining,
                    "cap": ctx.config.max_block_ops,
-                   "ops": [[kind, attrs] for kind in _reach_kinds(ctx.config)
-                           for attrs in ctx.target.choices(kind)],
+                   "ops": _ops_tried(ctx),
                    "claim": _egraph_claim(ctx)})
 
 

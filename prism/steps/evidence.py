@@ -143,10 +143,9 @@ def _out_of_reach(state: State, ev: dict[str, Any]) -> str | None:
     if str(tensor.term) != ev["expression"]:
         return f"{ev['tensor']} is {tensor.term}, the evidence says {ev['expression']}"
     remaining = ev["cap"] - block.compute_ops
-    if remaining != ev["remaining"]:
-        return f"{remaining} ops are left under the cap, the evidence says {ev['remaining']}"
-    if ev.get("claim") == "no_equivalent" and not ev.get("saturated"):
-        return "claims no_equivalent from a target e-graph that did not saturate"
+    wrong = _left_and_claim(remaining, ev)
+    if wrong:
+        return wrong
     target = _target(state, ev)
     found = target.egraph.lookup(tensor.term)
     if found is None:
@@ -160,16 +159,25 @@ def _out_of_reach(state: State, ev: dict[str, Any]) -> str | None:
     return None
 
 
+def _left_and_claim(remaining: int, ev: dict[str, Any]) -> str | None:
+    """What `out_of_reach`'s checks share: the ops left under the cap, counted on the state,
+    are the recorded ones, and `no_equivalent` rests on a saturated e-graph."""
+    if remaining != ev["remaining"]:
+        return f"{remaining} ops are left under the cap, the evidence says {ev['remaining']}"
+    if ev.get("claim") == "no_equivalent" and not ev.get("saturated"):
+        return "claims no_equivalent from a target e-graph that did not saturate"
+    return None
+
+
 def _out_of_reach_together(state: State, ev: dict[str, Any], waiting: dict[str, Any]
                            ) -> str | None:
     from prism.search.abstract import distances, inner_heads
     from prism.search.pruning import BELOW_NONE, max_arity, ops_needed
     assert state.block is not None
     remaining = ev["cap"] - state.block.compute_ops
-    if remaining != ev["remaining"]:
-        return f"{remaining} ops are left under the cap, the evidence says {ev['remaining']}"
-    if ev.get("claim") == "no_equivalent" and not ev.get("saturated"):
-        return "claims no_equivalent from a target e-graph that did not saturate"
+    wrong = _left_and_claim(remaining, ev)
+    if wrong:
+        return wrong
     names = [name for name, _, _ in ev["waiting"]]
     if len(set(names)) != len(names):
         return f"the evidence names a waiting tensor twice: {names}"
@@ -202,10 +210,9 @@ def _out_of_reach_siblings(state: State, ev: dict[str, Any], waiting: dict[str, 
     from prism.search.completion import Completion, ops_patterns
     assert state.block is not None
     remaining = ev["cap"] - state.block.compute_ops
-    if remaining != ev["remaining"]:
-        return f"{remaining} ops are left under the cap, the evidence says {ev['remaining']}"
-    if ev.get("claim") == "no_equivalent" and not ev.get("saturated"):
-        return "claims no_equivalent from a target e-graph that did not saturate"
+    wrong = _left_and_claim(remaining, ev)
+    if wrong:
+        return wrong
     ranks = {len(t.shape) for t in (*state.kernel.tensors, *state.block.tensors)}
     if not ranks <= set(ev["ranks"]):
         return (f"the state holds tensors of rank {sorted(ranks)}, the ops were matched at "
