@@ -84,9 +84,10 @@ print(f"traced graph vs your torch function (float64): max relative error {err:.
 # uses, so derive them from the traced graph: the `kind` of every op in `graph.ops` except the
 # graph's `input` and `output` nodes, each once, in the order they first appear. Write the tuple
 # as `block_ops`; the search below uses it, so when you replace the function with your own, the
-# search follows. The check compares it with the vocabulary the engine picks by itself for a
-# real run (`prism.pipeline.search_config_for`), which adds `div` and `mul` to your program's
-# ops. Without an answer, the search gets the engine's whole vocabulary, which takes longer.
+# search follows. The check compares it with the narrow vocabulary the engine offers for a
+# quick search (`prism.pipeline.program_block_ops`), which adds `div` and `mul` to your
+# program's ops. Without an answer, the search gets the engine's whole vocabulary, which takes
+# longer.
 
 # %%
 block_ops = None        # your answer: a tuple of op names
@@ -98,12 +99,12 @@ if SHOW_SOLUTIONS:
 
 
 # %%
-from prism.pipeline import search_config_for
+from prism.pipeline import program_block_ops
 
 
 def check_block_ops(ops):
-    """The oracle: the vocabulary the engine derives from the graph for a real run."""
-    engine = set(search_config_for(graph, budget_s=BUDGET_S).block_ops)
+    """The oracle: the narrow vocabulary the engine derives from the graph."""
+    engine = set(program_block_ops(graph))
     assert len(set(ops)) == len(ops), f"{ops} names an op twice"
     assert set(ops) <= engine and set(ops) | {"div", "mul"} == engine, \
         f"{sorted(ops)}: the engine's vocabulary is {sorted(engine)} (with div and mul)"
@@ -121,8 +122,8 @@ else:
 #
 # One call does the whole pipeline, as in notebook `00`: search, prove, tune, check, and with
 # `out=` write the files. The search caps in the parameters cell and your `block_ops` keep this
-# to seconds. By default the block vocabulary is the operators your program uses plus `div` and
-# `mul`, at Prism's full caps, which is the setting for a real run.
+# to seconds. By default the block vocabulary is Prism's twelve block ops plus any operator your
+# program uses beyond them, at Prism's full caps, which is the setting for a real run.
 
 # %%
 import tempfile

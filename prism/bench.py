@@ -85,6 +85,20 @@ class BenchSettings:
     ray_address: str | None = None
     ablation_shapes: int | None = None  # the ablation: the first N shapes of each workload
     concrete_budget_s: float | None = None   # the ablation's concrete searches (None: budget_s)
+    # the block vocabulary: "prism" is the pipeline's own (Prism's plus the program's ops);
+    # "program" only the program's ops plus div and mul (`pipeline.program_block_ops`), quick
+    vocabulary: str = "prism"
+
+    def search_config(self, graph: Any, budget_s: float, **fields: Any) -> Any:
+        """The pipeline's search config for `graph` (`pipeline.search_config_for`) with this
+        run's block-op cap and vocabulary, and `fields` replaced."""
+        from prism.pipeline import program_block_ops, search_config_for
+        config = replace(search_config_for(graph, budget_s, self.device), **fields)
+        if self.max_block_ops is not None:
+            config = replace(config, max_block_ops=self.max_block_ops)
+        if self.vocabulary == "program":
+            config = replace(config, block_ops=program_block_ops(graph))
+        return config
 
     @property
     def where(self) -> Any:
@@ -103,17 +117,21 @@ class BenchSettings:
         if self.ablation_shapes is not None and self.ablation_shapes < 1:
             raise BenchError(f"the ablation's shape count is {self.ablation_shapes}; give at "
                              "least 1")
+        if self.vocabulary not in ("prism", "program"):
+            raise BenchError(f"the vocabulary is {self.vocabulary!r}; give 'prism' or "
+                             "'program'")
 
 
 FULL = BenchSettings()
 # CI: small enough that two small workloads run in about a minute on two cores
-QUICK = BenchSettings(budget_s=120.0, max_block_ops=5, compile_ptx=False, quick=True)
+QUICK = BenchSettings(budget_s=120.0, max_block_ops=5, compile_ptx=False, quick=True,
+                      vocabulary="program")
 # the ablation: a budget per search; the concrete side searches every shape, so a full run of
 # Prism's five workloads is 24 concrete searches of up to `budget_s` each
 ABLATION = BenchSettings(budget_s=60.0, max_block_ops=4, compile_ptx=False)
 # CI: the symbolic search completes; each concrete one stops at its budget (partial figures)
 QUICK_ABLATION = BenchSettings(budget_s=60.0, max_block_ops=4, compile_ptx=False, quick=True,
-                               ablation_shapes=2, concrete_budget_s=5.0)
+                               ablation_shapes=2, concrete_budget_s=5.0, vocabulary="program")
 
 
 def run_bench(targets: Sequence[str], settings: BenchSettings = FULL, *,
@@ -219,14 +237,12 @@ def _memory_gib() -> float:
 def bench_row(target: str, settings: BenchSettings) -> dict[str, Any]:
     """One workload through the pipeline; a user error (an unsupported program) is the row's
     `error`, so the table still has the row."""
-    from prism.pipeline import search_config_for, superoptimize
+    from prism.pipeline import superoptimize
     from prism.targets import resolve
     from prism.tune import ResultDB
     try:
         (found,) = resolve(target)
-        config = search_config_for(found.graph, settings.budget_s, settings.device)
-        if settings.max_block_ops is not None:
-            config = replace(config, max_block_ops=settings.max_block_ops)
+        config = settings.search_config(found.graph, settings.budget_s)
         out = Path(settings.runs) / _file_label(found.label) if settings.runs else None
         with tempfile.TemporaryDirectory() as tmp:
             result = superoptimize(found.workload or found.graph, device=settings.device,
@@ -325,12 +341,10 @@ def search_state(complete: bool, exhaustive: bool, stop_reason: str) -> str:
 
 def scaling_point(target: str, cap: int, settings: BenchSettings) -> dict[str, Any]:
     """The search alone at block-op cap `cap` (the pipeline's other caps), in this process."""
-    from prism.pipeline import search_config_for
     from prism.search import search
     from prism.targets import resolve
     (found,) = resolve(target)
-    config = replace(search_config_for(found.graph, settings.budget_s, settings.device),
-                     max_block_ops=cap)
+    config = replace(settings.search_config(found.graph, settings.budget_s), max_block_ops=cap)
     result = search(found.graph, config, label=found.label, executor=settings.where)
     return {"workload": found.label, "cap": cap, "executor": result.executor,
             "search_seconds": round(result.seconds, 3),

@@ -95,7 +95,6 @@ def ablation_side(target: str, concrete: Sequence[str], settings: BenchSettings
     from prism.bench import peak_rss_mb
     from prism.cost import get_device
     from prism.ir.serialize import graph_to_json
-    from prism.pipeline import search_config_for
     from prism.search import search
     from prism.search.checkpoint import load_checkpoint, reinstantiate, save_checkpoint
     from prism.targets import resolve
@@ -114,10 +113,7 @@ def ablation_side(target: str, concrete: Sequence[str], settings: BenchSettings
         path = Path(tmp) / "checkpoint.json"
         for i, shapes in enumerate(sets):
             graph = found.workload.with_shapes(**shapes).graph
-            config = replace(search_config_for(graph, budget, spec),
-                             concrete=frozenset(concrete))
-            if settings.max_block_ops is not None:
-                config = replace(config, max_block_ops=settings.max_block_ops)
+            config = settings.search_config(graph, budget, concrete=frozenset(concrete))
             start = time.perf_counter()
             if not concrete and i > 0:
                 result = reinstantiate(load_checkpoint(path), graph, config, label=found.label)

@@ -1002,7 +1002,8 @@ def _search_arguments(sp: argparse.ArgumentParser) -> None:
                     "before it is verified (prunes in a one-kernel search; costs a search of "
                     "the tuner's sizes per member)")
     sp.add_argument("--grid-dims", type=_grid_dims, help="grid-dim counts to try, e.g. 1,2")
-    sp.add_argument("--block-ops", help="block vocabulary, comma-separated")
+    sp.add_argument("--block-ops", help="block vocabulary, comma-separated (default: Prism's "
+                    "twelve block ops; `optimize` adds the program's other ops)")
     sp.add_argument("--kernel-ops", help="pre-defined kernel ops to allow, comma-separated")
     sp.add_argument("--accumulators", help="accumulators to allow, comma-separated")
     sp.add_argument("--seed", type=_natural, default=0, help="0: canonical order")

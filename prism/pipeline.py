@@ -648,10 +648,12 @@ def search_config_for(graph: KernelGraph, budget_s: float,
                       device: DeviceSpec | str | None = None) -> SearchConfig:
     """Prism's caps with two changes that fit the search to the program:
 
-    - the block vocabulary is the ops the program uses, plus `div` and `mul` (what norms and
-      gates decompose into): an op the program never applies can only help through an identity
-      the abstract-expression rule would have to find, and the full vocabulary multiplies the
-      families (ntrans: no complete family in 300 s with all twelve ops, candidates with these);
+    - the block vocabulary is Prism's (`BLOCK_OPS`) plus every op the program uses that
+      Prism's lacks (a `sub`, a `max`, an `rsqrt`...), in the op table's order: no op is left
+      out because this program does not apply it, so an identity that needs one (a norm's
+      `rms_norm` as `div` and `sqrt`, a gate's `mul`) is searched too. The sibling bounds of
+      `out_of_reach` keep that tree small enough for every workload and corpus program to be
+      searched exhaustively (bench/full_vocabulary.py);
     - a block may read every input of the program (Prism's 3 would make one fused kernel
       impossible for a program with 4 inputs, such as LoRA).
 
@@ -661,14 +663,26 @@ def search_config_for(graph: KernelGraph, budget_s: float,
     that takes a row max over the keys (safe softmax) is tried with the keys split and the
     parts merged by their maxes (log-sum-exp split).
 
-    Pass a `SearchConfig` (or `--block-ops` on the command line) to search more widely. The
+    Pass a `SearchConfig` (or `--block-ops` on the command line) to search more narrowly. The
     device (the default one when None) sets the hardware rule's limits and the cost model."""
-    from prism.search.config import BLOCK_VOCABULARY
-    used = {op.kind for op in graph.ops} | {"div", "mul"}
+    from prism.search.config import BLOCK_OPS, BLOCK_VOCABULARY
+    wanted = set(BLOCK_OPS) | {op.kind for op in graph.ops}
     return SearchConfig(budget_s=budget_s, max_block_inputs=max(3, len(graph.inputs)),
-                        block_ops=tuple(op for op in BLOCK_VOCABULARY if op in used),
+                        block_ops=tuple(op for op in BLOCK_VOCABULARY if op in wanted),
                         device=get_device(device) if device is not None else default_device(),
                         split_loops=True)
+
+
+def program_block_ops(graph: KernelGraph) -> tuple[str, ...]:
+    """A narrow block vocabulary: the ops the program uses, plus `div` and `mul` (what norms
+    and gates decompose into), in the op table's order. `superoptimize` searched with these
+    until the sibling bounds made Prism's whole vocabulary affordable; a quick search (a test,
+    a notebook's demo) may still pass them: `replace(search_config_for(g, s),
+    block_ops=program_block_ops(g))`. It finds fewer programs: none that needs an op the
+    program does not apply."""
+    from prism.search.config import BLOCK_VOCABULARY
+    used = {op.kind for op in graph.ops} | {"div", "mul"}
+    return tuple(op for op in BLOCK_VOCABULARY if op in used)
 
 
 def _fused_or_partial(graph: KernelGraph, name: str, config: SearchConfig | None,

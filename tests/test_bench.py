@@ -226,14 +226,16 @@ def test_readme_section_is_rewritten_from_the_latest_full_run(doc, tmp_path, mon
 
 
 def test_scaling_points_are_the_search_at_each_cap():
-    from prism.pipeline import search_config_for
+    from prism.pipeline import program_block_ops, search_config_for
     from prism.search import search
     settings = replace(bench.QUICK, budget_s=60.0)
     doc = bench.run_bench([], settings, scaling_caps=(4, 5), scaling_targets=("attention",))
     part = doc["scaling"]["workloads"]["attention"]
     graph = get_workload("attention").graph
     for point in part["points"]:
-        config = replace(search_config_for(graph, 60.0, "h100"), max_block_ops=point["cap"])
+        # the quick bench's vocabulary: the program's own ops
+        config = replace(search_config_for(graph, 60.0, "h100"), max_block_ops=point["cap"],
+                         block_ops=program_block_ops(graph))
         here = search(graph, config)        # the canonical order: the same families
         assert point["families_generated"] == here.generated
         assert point["families_kept"] == here.kept and point["complete"] == here.complete
@@ -395,12 +397,13 @@ def test_the_ablation_row_is_its_sides_and_the_cost_model(ablation):
 
 def test_the_symbolic_side_is_the_search_run_here(ablation):
     """The symbolic side's first shape is the search in the canonical order, run here."""
-    from prism.pipeline import search_config_for
+    from prism.pipeline import program_block_ops, search_config_for
     from prism.search import search
     doc, _ = ablation
     first = doc["ablation"][0]["symbolic"]["shapes"][0]
     graph = get_workload("rmsnorm_matmul").graph
-    here = search(graph, replace(search_config_for(graph, 60.0, "h100"), max_block_ops=4))
+    here = search(graph, replace(search_config_for(graph, 60.0, "h100"), max_block_ops=4,
+                                 block_ops=program_block_ops(graph)))   # the quick vocabulary
     assert first["families_generated"] == here.generated
     assert first["candidates_accepted"] == len(here.equivalent)
     assert first["accepted_by"] == {"e-graph": len(here.equivalent)}

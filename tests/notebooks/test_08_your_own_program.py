@@ -107,7 +107,7 @@ def test_08_the_table_of_what_you_can_write_is_the_op_table(run):
 
 @pytest.mark.slow
 def test_08_the_exercise_s_check_passes_the_solution_and_rejects_wrong_answers(run):
-    # the check cell's oracle: the engine's own vocabulary (`search_config_for`)
+    # the check cell's oracle: the engine's narrow vocabulary (`program_block_ops`)
     done = run(STEM)
     line = (r"^exercise passed: block_ops \('matmul', 'gelu', 'add'\); the"
             r" engine's own vocabulary \['add', 'div', 'gelu', 'matmul', 'mul'\]$")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from prism.ir.serialize import graph_to_json
-from prism.pipeline import search_config_for
+from prism.pipeline import program_block_ops, search_config_for
 from prism.search.config import SearchConfig
 from prism.search.driver import search
 from prism.workloads import get_workload
@@ -43,9 +43,11 @@ def config_for(case: str) -> tuple[Any, SearchConfig]:
     workload, kind, caps = CASES[case]
     graph = get_workload(workload).graph
     # the split move (on in the pipeline's config) runs after the depth-first search and
-    # only adds candidates; the records hold the depth-first search itself
+    # only adds candidates; the records hold the depth-first search itself. "program": the
+    # program's own ops (the pipeline's vocabulary when these were recorded)
     base = SearchConfig(budget_s=3600) if kind == "prism" else \
-        replace(search_config_for(graph, 3600), split_loops=False)
+        replace(search_config_for(graph, 3600), split_loops=False,
+                block_ops=program_block_ops(graph))
     # `out_of_reach` came after the records and prunes more (the same candidates: the test
     # with it on, `test_out_of_reach_keeps_every_recorded_candidate`)
     return graph, replace(base, disabled=base.disabled | {"out_of_reach"}, **caps)
