@@ -51,7 +51,8 @@ from typing import Any
 
 from prism.errors import PrismError
 
-ENGINE_VERSION = "prism-compile-1"   # part of every cache key: a new engine, a new entry
+ENGINE_VERSION = "prism-compile-2"   # part of every cache key: a new engine, a new entry
+# (2: superoptimize searches Prism's whole block vocabulary, not only the program's ops)
 # what a region's size does not count: casts, views and reshapes compute nothing
 FREE_OPS = frozenset({"to", "float", "half", "bfloat16", "contiguous", "view", "reshape",
                       "unsqueeze", "squeeze", "flatten", "getattr"})

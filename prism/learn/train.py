@@ -44,11 +44,15 @@ class Case:
         return w.graph
 
     def config(self, **changes: Any) -> SearchConfig:
-        """The pipeline's search config for the program (its ops, every input readable), at
-        these caps, without the split move (a post-pass, not the depth-first search)."""
-        from prism.pipeline import search_config_for
-        base = search_config_for(self.target(), 3600)
-        return replace(base, split_loops=False, max_block_ops=self.max_block_ops, **changes)
+        """The pipeline's search config for the program with its narrow vocabulary (its own
+        ops plus div and mul, which the committed evaluator was trained on; every input
+        readable), at these caps, without the split move (a post-pass, not the depth-first
+        search)."""
+        from prism.pipeline import program_block_ops, search_config_for
+        graph = self.target()
+        base = search_config_for(graph, 3600)
+        return replace(base, split_loops=False, max_block_ops=self.max_block_ops,
+                       block_ops=program_block_ops(graph), **changes)
 
 
 # (swiglu at X 16x4096 was tried: its candidates have no assignment that fits the device, so
