@@ -854,7 +854,8 @@ def _parser() -> argparse.ArgumentParser:
                  "search against the block-op cap, and the history of runs (DESIGN.md §6)")
     sp.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                     help="workload names or path.py:function (default: the nine)")
-    sp.add_argument("--quick", action="store_true", help="reduced caps and budget (CI)")
+    sp.add_argument("--quick", action="store_true",
+                    help="reduced caps and budget, the program's own ops as the vocabulary (CI)")
     sp.add_argument("--out", default="bench/results", help="folder for <date>-<commit>.json, "
                     ".md, .svg and .html (default bench/results)")
     sp.add_argument("--budget", type=float, help="seconds per workload (default 900; 120 with "
