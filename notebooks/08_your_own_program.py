@@ -114,7 +114,7 @@ def check_block_ops(ops):
 if block_ops is None:
     print("exercise: write block_ops above, or set SHOW_SOLUTIONS = True")
 else:
-    print(f"exercise passed: block_ops {block_ops}; the engine's own vocabulary "
+    print(f"exercise passed: block_ops {block_ops}; the engine's narrow vocabulary "
           f"{check_block_ops(block_ops)}")
 
 # %% [markdown]

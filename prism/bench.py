@@ -184,10 +184,12 @@ def _in_fresh_process(fn: Callable[..., dict[str, Any]], *args: Any,
     """`fn(*args)` in a spawned process of its own, so its peak RSS is its own. A process that
     dies (the kernel's out-of-memory killer, a crash) gives `dead` with an `error` that says
     how it died, so the rest of the bench still runs and is kept; an exception `fn` raises is
-    raised here."""
+    raised here. The process is not daemonic, because its search may start a pool of its own
+    (`--executor processes`), which a daemonic process may not; the parent ends it instead when
+    it is interrupted while waiting."""
     ctx = multiprocessing.get_context("spawn")
     here, there = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(there, fn, args), daemon=True)
+    child = ctx.Process(target=_child, args=(there, fn, args), daemon=False)
     child.start()
     there.close()
     try:
@@ -195,6 +197,10 @@ def _in_fresh_process(fn: Callable[..., dict[str, Any]], *args: Any,
     except EOFError:                    # it died before it could answer
         child.join()
         return {**(dead or {}), "error": _died(child.exitcode), "peak_rss_mb": None}
+    except BaseException:               # Ctrl-C here: the child goes too
+        child.terminate()
+        child.join()
+        raise
     finally:
         here.close()
     child.join()

@@ -110,7 +110,7 @@ def test_08_the_exercise_s_check_passes_the_solution_and_rejects_wrong_answers(r
     # the check cell's oracle: the engine's narrow vocabulary (`program_block_ops`)
     done = run(STEM)
     line = (r"^exercise passed: block_ops \('matmul', 'gelu', 'add'\); the"
-            r" engine's own vocabulary \['add', 'div', 'gelu', 'matmul', 'mul'\]$")
+            r" engine's narrow vocabulary \['add', 'div', 'gelu', 'matmul', 'mul'\]$")
     assert re.search(line, done.text, re.M), done.text[-2000:]
     rejects = done.oracle["exercise_rejects"]
     assert rejects and all(rejects), rejects
