@@ -23,7 +23,6 @@ one depth-first search's, whatever the executor and the number of workers.
 from __future__ import annotations
 
 import contextlib
-import copy
 import itertools
 import json
 import os
@@ -1071,22 +1070,44 @@ _TASK_ID = re.compile(r"@(?:f\d+|c\d+|parent|inc)(?!\w)")
 
 
 def _renamed_json(value: Any, name: Callable[[str], str]) -> Any:
+    """`value` with every provisional id in its strings renamed; a part with none is returned
+    as it is, not copied (the coordinator renames every event of every task: on its serial
+    path, so the walk over evidence copies only what changes)."""
     if isinstance(value, str):
         return name(value) if "@" in value else value
     if isinstance(value, dict):
-        return {k: _renamed_json(v, name) for k, v in value.items()}
+        changed: dict[Any, Any] | None = None
+        for k, v in value.items():
+            new = _renamed_json(v, name)
+            if new is not v:
+                if changed is None:
+                    changed = dict(value)
+                changed[k] = new
+        return value if changed is None else changed
     if isinstance(value, list | tuple):
-        return type(value)(_renamed_json(v, name) for v in value)
+        items = [_renamed_json(v, name) for v in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return type(value)(items)
     return value
+
+
+_EVENT_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _renamed_event(event: Any, name: Callable[[str], str]) -> Any:
     """A copy of `event` with every id in it renamed, not yet emitted (seq -1)."""
-    out = copy.copy(event)
-    for f in fields(event):
-        if f.name not in ("seq", "time"):
-            object.__setattr__(out, f.name, _renamed_json(getattr(event, f.name), name))
-    object.__setattr__(out, "seq", -1)
+    kind = type(event)
+    names = _EVENT_FIELDS.get(kind)
+    if names is None:
+        names = _EVENT_FIELDS[kind] = tuple(f.name for f in fields(event)
+                                            if f.name not in ("seq", "time"))
+    state = dict(event.__dict__)          # a frozen dataclass: copied without __init__
+    for f in names:
+        state[f] = _renamed_json(state[f], name)
+    state["seq"] = -1
+    out = object.__new__(kind)
+    out.__dict__.update(state)
     return out
 
 
@@ -1200,8 +1221,13 @@ def _numbered(out: TaskOutcome, n: Numbering) -> TaskOutcome:
             return f"{n.family_prefix}{n.family_base + int(token[2:])}"
         return f"{n.candidate_prefix}{n.candidate_base + int(token[2:])}"
 
+    known: dict[str, str] = {}          # parents and incumbents recur: each renamed once
+
     def name(text: str) -> str:
-        return _TASK_ID.sub(final, text)
+        got = known.get(text)
+        if got is None:
+            got = known[text] = _TASK_ID.sub(final, text)
+        return got
     return replace(out, provisional=False,
                    candidates=[_renamed_candidate(c, name) for c in out.candidates],
                    families=[CompleteFamily(name(f.id), replace(f.graph,
