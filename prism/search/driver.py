@@ -248,9 +248,18 @@ class SearchResult:
 def expressible(target: KernelGraph, config: SearchConfig) -> list[str]:
     """Why the search's vocabulary cannot express the target's ops (empty when it can)."""
     problems = []
-    vocab = set(config.block_ops) | set(config.kernel_ops)
     if not [op for op in target.ops if op.kind not in ("input", "output")]:
         problems.append("the target computes nothing (no op between inputs and outputs)")
+    for op in _unexpressed(target, config):
+        what = OPS[op.kind].doc if op.kind in OPS else op.kind
+        problems.append(f"{op.kind} ({what}) on {op.inputs} is not in the search's vocabulary")
+    return problems
+
+
+def _unexpressed(target: KernelGraph, config: SearchConfig) -> list[Any]:
+    """The target's ops that neither the vocabulary nor an accumulator expresses."""
+    vocab = set(config.block_ops) | set(config.kernel_ops)
+    out = []
     for op in target.ops:
         if op.kind in ("input", "output", "customized") or op.kind in vocab:
             continue
@@ -261,9 +270,23 @@ def expressible(target: KernelGraph, config: SearchConfig) -> list[str]:
             continue
         if op.kind == "rms_norm" and "red_ld_rms" in config.accumulators and "div" in vocab:
             continue
-        what = OPS[op.kind].doc if op.kind in OPS else op.kind
-        problems.append(f"{op.kind} ({what}) on {op.inputs} is not in the search's vocabulary")
-    return problems
+        out.append(op)
+    return out
+
+
+def _vocabulary_fix(target: KernelGraph, config: SearchConfig) -> str:
+    """The fix for a target `expressible` refuses: the block ops it lacks that a block can
+    hold, added to the vocabulary (`superoptimize` adds them itself), else a rewrite."""
+    from prism.search.config import BLOCK_VOCABULARY
+    have = set(config.block_ops)
+    missing = {op.kind for op in _unexpressed(target, config)}
+    lacking = [k for k in BLOCK_VOCABULARY if k in missing]
+    if not lacking:
+        return "rewrite it with the ops the search knows"
+    ops = ",".join(k for k in BLOCK_VOCABULARY if k in have or k in lacking)
+    return (f"add {', '.join(lacking)} to the block vocabulary (--block-ops {ops}, or "
+            "SearchConfig.block_ops), or optimize it (prism optimize, prism.superoptimize), "
+            "whose vocabulary adds the program's own ops")
 
 
 class _Flag(Protocol):
@@ -949,7 +972,7 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
     problems = expressible(target, config)
     if problems:
         raise UnsupportedTargetError(f"{label or target.name}: {'; '.join(problems)}; "
-                                     "rewrite it with the ops the search knows")
+                                     f"{_vocabulary_fix(target, config)}")
     tracer = tracer or Tracer(keep=False)
     label = label or target.name or "target"
     if config.concrete and where.name == "local":

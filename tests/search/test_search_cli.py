@@ -1,6 +1,7 @@
 """`prism search`: the JSON contract of the issue, the trace, checkpoints, audits, exit codes."""
 
 import json
+import re
 
 from prism.cli import main
 from prism.ir.serialize import graph_from_json
@@ -84,6 +85,13 @@ def test_user_errors(capsys, tmp_path):
     code, doc = run_json(capsys, "search", f"{source}:half")
     assert code == 2 and "mul_scalar" in doc["error"]["message"]
     assert doc["error"]["type"] == "UnsupportedTargetError"
+    # the fix it names works: the vocabulary it gives searches the program
+    fix = re.search(r"add mul_scalar to the block vocabulary \(--block-ops ([a-z_,]+), or",
+                    doc["error"]["message"])
+    assert fix is not None and "prism optimize" in doc["error"]["message"], doc["error"]
+    assert main(["search", f"{source}:half", "--block-ops", fix.group(1),
+                 "--max-block-ops", "2", "--budget", "60"]) == 0
+    assert "c1: equivalent" in capsys.readouterr().out
 
 
 def test_a_users_own_workload(capsys, tmp_path):
