@@ -31,7 +31,6 @@ import prism
 from prism.ir.graph import KernelGraph
 from prism.pipeline import search_config_for
 from prism.search import SearchConfig, search
-from prism.search.config import BLOCK_OPS, BLOCK_VOCABULARY
 from prism.search.executors import Executor
 from prism.workloads import VARIANTS, WORKLOADS, get_workload
 
@@ -69,12 +68,12 @@ def main() -> None:
             print(json.dumps({"workload": name, "refused": f"{type(e).__name__}: {e}"}),
                   flush=True)
             continue
-        used = {op.kind for op in graph.ops}
-        ops = tuple(o for o in BLOCK_VOCABULARY if o in set(BLOCK_OPS) | used)
+        # the pipeline's own vocabulary since 12-06 (Prism's plus the program's other ops)
+        ops = search_config_for(graph, args.budget).block_ops
         config = SearchConfig(budget_s=args.budget, max_block_inputs=max(3, len(graph.inputs)),
                               block_ops=ops)
         if args.pipeline:
-            config = replace(search_config_for(graph, args.budget), block_ops=ops)
+            config = search_config_for(graph, args.budget)
         if args.max_block_ops is not None:
             config = replace(config, max_block_ops=args.max_block_ops)
         start = time.perf_counter()

@@ -41,7 +41,7 @@ from prism.ir.serialize import graph_to_json
 from prism.ir.spec import substitute_graph
 from prism.search.abstract import AbstractTarget
 from prism.search.concrete import mirage_check
-from prism.search.config import SearchConfig
+from prism.search.config import BLOCK_VOCABULARY, SearchConfig
 from prism.search.generate import Callbacks, Generator, Stop
 from prism.search.maps import (
     block_bits,
@@ -277,7 +277,6 @@ def _unexpressed(target: KernelGraph, config: SearchConfig) -> list[Any]:
 def _vocabulary_fix(target: KernelGraph, config: SearchConfig) -> str:
     """The fix for a target `expressible` refuses: the block ops it lacks that a block can
     hold, added to the vocabulary (`superoptimize` adds them itself), else a rewrite."""
-    from prism.search.config import BLOCK_VOCABULARY
     have = set(config.block_ops)
     missing = {op.kind for op in _unexpressed(target, config)}
     lacking = [k for k in BLOCK_VOCABULARY if k in missing]
