@@ -10,6 +10,9 @@ Where each number comes from:
   microbenchmarks (e.g. Chips and Cheese, 2023), and are the first thing to calibrate on a GPU.
 - Launch overhead: the typical gap between back-to-back kernels launched from Python (PyTorch,
   Triton), a few microseconds; a measured habit, not a datasheet number.
+- Sync: a block of a kernel with a tail fences its stores and adds to a counter in global memory
+  before it knows whether it runs the tail; about a microsecond (a global atomic's round trip is
+  hundreds of nanoseconds), an estimate until a GPU calibrates it.
 - Blocks per SM: how many blocks of the typical tile budget (about 96 KiB of shared memory,
   Mirage's cap) fit next to one another on an SM: 164 KiB per SM on A100 fits one, 228 KiB on
   H100/H200 fits two. Our 128-thread blocks are never limited by threads or registers first.
@@ -48,6 +51,8 @@ class DeviceSpec:
     min_matmul_tile: int = 16     # a matmul operand tile's last two dims: at least this (the
                                   # tensor-core fragment), or a whole unsplit dim (padded)
     launch_us: float = 4.0        # per-kernel launch overhead
+    sync_us: float = 1.0          # a block's fence and counter add before a tail (an estimate
+                                  # of a global atomic's round trip; not yet calibrated)
     max_blocks_per_sm: int = 2    # blocks resident on one SM at once (occupancy cap)
     dtype: DType = DEFAULT_DTYPE  # the element type of the run's tensors
 

@@ -35,6 +35,13 @@ A custom kernel with blocks = Π grid and a loop of range F:
              of the peak, so compute time is divided by blocks / (SMs · ⌈blocks / SMs⌉) (wave
              quantization). `waves` reports ⌈blocks / (SMs · blocks per SM)⌉ rounds of resident
              blocks; co-resident blocks share one SM, so the per-SM load is what costs time.
+A tail (a custom kernel with `launch="tail"`, `prism.ir.spec.TAIL`) runs in the launch of the
+custom kernel before it: the last block of each group to finish runs the tail's block for that
+group (`prism.instantiate.codegen`). Its entry in `kernels` (kind "tail") is costed as a custom
+kernel of its own, memory and compute as above, but with no launch overhead: instead one
+`DeviceSpec.sync_us`, the fence and counter a block takes to learn it is its group's last. Its
+work is added after the head kernel's, as if the tails overlapped none of the parts (they
+start while other groups' parts still run): an upper estimate of what the launch saves.
 A combine kernel runs ⌈N / 256⌉ blocks that read the P · N · 4 partial bytes back (from L2 when
 they fit there, as they were written), add them (P · N flops) and write the N-element output to
 HBM; its idle SMs are counted as a custom kernel's.
@@ -60,7 +67,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from prism.cost.devices import DeviceSpec
 from prism.errors import PrismError, ShapeError
@@ -68,6 +75,7 @@ from prism.ir.dims import dim, evaluate, shape_str
 from prism.ir.dtypes import DEFAULT_DTYPE
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op, Shape
 from prism.ir.ops import OPS, infer_shape, op_def, with_defaults
+from prism.ir.spec import TAIL
 
 BYTES_PER_ELEMENT = DEFAULT_DTYPE.bytes   # fp16's; a run counts `DeviceSpec.dtype_bytes`
 FP32_BYTES = 4          # a partial tile's and a row norm's elements
@@ -107,7 +115,7 @@ class KernelCost:
     flops: int
     memory_us: float
     compute_us: float
-    latency_us: float    # max(memory_us, compute_us) + launch
+    latency_us: float    # max(memory_us, compute_us) + launch (a tail: + sync, no launch)
     step: str = ""       # which launch of a predefined op that makes several (rms_norm)
 
     @property
@@ -129,8 +137,8 @@ class ModeledCost:
 
     @property
     def launches(self) -> int:
-        """How many kernels the generated `run()` launches."""
-        return len(self.kernels)
+        """How many kernels the generated `run()` launches (a tail runs in its head's launch)."""
+        return sum(k.kind != "tail" for k in self.kernels)
 
     def __str__(self) -> str:
         return (f"{self.latency_us:.2f} µs modeled on {self.device} (roofline "
@@ -222,14 +230,14 @@ def roofline_us(graph: KernelGraph, device: DeviceSpec) -> float:
 def lower_bound_us(graph: KernelGraph, device: DeviceSpec) -> float:
     """A lower bound of the modeled latency of every assignment of a (symbolic) family:
     Σ over kernels of max(its distinct inputs and its outputs once over HBM bandwidth, its
-    full-size FLOPs over peak) + its launch. Only kernel-graph shapes are read, so grid sizes,
-    loop ranges and maps may be symbolic. The model of any member moves at least these bytes
-    (each kernel tensor once from HBM) and computes at least these FLOPs (a member that splits
-    a tile dim k ways runs it in k blocks or iterations; see `full_size_flops` for the one
-    exception, which never binds)."""
+    full-size FLOPs over peak) + its launch (none for a tail). Only kernel-graph shapes are
+    read, so grid sizes, loop ranges and maps may be symbolic. The model of any member moves
+    at least these bytes (each kernel tensor once from HBM) and computes at least these FLOPs
+    (a member that splits a tile dim k ways runs it in k blocks or iterations; see
+    `full_size_flops` for the one exception, which never binds)."""
     sizes = _Sizes(graph, device.dtype_bytes)
     return sum(max(_memory_us(_kernel_io_bytes(sizes, op), device.mem_bw_gbps),
-                   _compute_us(_full_kernel_flops(sizes, op), device)) + device.launch_us
+                   _compute_us(_full_kernel_flops(sizes, op), device)) + _launch_us(op, device)
                for op in _kernels(graph))
 
 
@@ -239,8 +247,8 @@ def memory_floor_us(graph: KernelGraph, device: DeviceSpec) -> float:
     these inputs and writes these outputs in at least as many launches, however its kernels
     split the work (each launch moves its share of those tensors at most at full bandwidth)."""
     sizes = _Sizes(graph, device.dtype_bytes)
-    return sum(_memory_us(_kernel_io_bytes(sizes, op), device.mem_bw_gbps) + device.launch_us
-               for op in _kernels(graph))
+    return sum(_memory_us(_kernel_io_bytes(sizes, op), device.mem_bw_gbps)
+               + _launch_us(op, device) for op in _kernels(graph))
 
 
 def next_kernel_us(written: Sequence[Sequence[int]], device: DeviceSpec) -> float:
@@ -264,6 +272,7 @@ def modeled(graph: KernelGraph, device: DeviceSpec) -> ModeledCost:
     kernels = tuple(k for op in _kernels(graph)
                     for k in (_custom_costs(sizes, op, device) if op.kind == "customized"
                               else _predefined_costs(sizes, op, device)))
+    kernels = _as_tails(kernels, graph, device)
     return ModeledCost(device.name, sum(k.latency_us for k in kernels),
                        roofline_us(graph, device), kernels)
 
@@ -279,6 +288,25 @@ def eager_us(graph: KernelGraph, device: DeviceSpec) -> float:
                for k in (_custom_costs(sizes, op, device) if op.kind == "customized"
                          else [_library(_kernel_name(op), op.kind, _kernel_io_bytes(sizes, op),
                                         _full_kernel_flops(sizes, op), device)]))
+
+
+def _as_tails(kernels: tuple[KernelCost, ...], graph: KernelGraph,
+              device: DeviceSpec) -> tuple[KernelCost, ...]:
+    """Each tail's launch (the entry named by its first output, kind "customized") made a tail
+    entry: no launch overhead, one sync instead (the module doc)."""
+    tails = {_kernel_name(op) for op in _kernels(graph) if _is_tail(op)}
+    return tuple(replace(k, kind="tail", latency_us=max(k.memory_us, k.compute_us)
+                         + device.sync_us) if k.kind == "customized" and k.name in tails else k
+                 for k in kernels)
+
+
+def _is_tail(op: Op) -> bool:
+    return op.attr.get("launch") == TAIL
+
+
+def _launch_us(op: Op, device: DeviceSpec) -> float:
+    """The launch overhead a kernel op pays: none for a tail (it runs in its head's launch)."""
+    return 0.0 if _is_tail(op) else device.launch_us
 
 
 def _predefined_costs(sizes: _Sizes, op: Op, device: DeviceSpec) -> list[KernelCost]:
@@ -327,15 +355,40 @@ def _custom_costs(sizes: _Sizes, op: Op, device: DeviceSpec) -> list[KernelCost]
         else:
             traffic[dst] = blocks * sizes.bytes(tiles[bop.inputs[0]])
     hbm = l2 = 0
+    handed = _handed(sizes.graph, op)
     for name, moved in traffic.items():
+        if name in handed:      # a part a tail reads back, as a combine reads partial tiles
+            partial[name] = moved
+            continue
         from_hbm, from_l2 = _split_traffic(sizes.nbytes(name), moved, device)
         hbm, l2 = hbm + from_hbm, l2 + from_l2
+    for name in handed:
+        partial.pop(name, None)
+        nbytes = traffic.get(name, 0)
+        hbm, l2 = (hbm, l2 + nbytes) if nbytes <= device.l2_bytes else (hbm + nbytes, l2)
     for nbytes in partial.values():
         hbm, l2 = (hbm, l2 + nbytes) if nbytes <= device.l2_bytes else (hbm + nbytes, l2)
     flops = _block_flops(block, tiles, blocks, loop)
     kernel = _blocks_cost(_kernel_name(op), op.kind, blocks, hbm, l2, flops, device)
     return [kernel] + [_combine_cost(sizes, dst, nbytes, device)
                        for dst, nbytes in partial.items()]
+
+
+def _handed(graph: KernelGraph, op: Op) -> set[str]:
+    """The tensors a kernel and its tail hand over within their one launch (written by the head,
+    read by the tail and by nothing else, no graph output): what a tail reads back is charged
+    as a combine's partial tiles are, to and from L2 when it fits there."""
+    ops = list(graph.ops)
+    i = ops.index(op)
+    if _is_tail(op):
+        head, tail = ops[i - 1], op
+    elif i + 1 < len(ops) and _is_tail(ops[i + 1]):
+        head, tail = op, ops[i + 1]
+    else:
+        return set()
+    outputs = set(graph.outputs)
+    return {t for t in head.outputs if t not in outputs
+            and all(c is tail for c in graph.consumers.get(t, []))}
 
 
 def _combine_cost(sizes: _Sizes, output: str, partial: int, device: DeviceSpec) -> KernelCost:

@@ -67,7 +67,7 @@ from prism.ir.dims import evaluate
 from prism.ir.dtypes import DEFAULT_DTYPE, DType, get_dtype
 from prism.ir.graph import MASKED, BlockGraph, KernelGraph, Map, Op
 from prism.ir.ops import OPS, RESCALED, with_defaults
-from prism.ir.spec import check, substitute_graph
+from prism.ir.spec import TAIL, check, substitute_graph
 
 NUM_WARPS = 4          # Prism's and Mirage's 128-thread block: the default of the tuner's knob
 MIN_DOT = 16           # tl.dot's smallest dim; tiles are padded to at least this
@@ -204,6 +204,18 @@ def _alloc(shape, dtype, device):
     return torch.empty(shape, dtype=dtype, device=device)
 
 
+_COUNTERS = {}
+
+
+def _counters(kernel, groups, device):
+    """The per-group counters of a kernel with a tail: int32 zeros, made once per kernel and
+    device (the one fill this module makes, at the first run); each run leaves them at 0."""
+    key = (kernel, str(device))
+    if key not in _COUNTERS:
+        _COUNTERS[key] = torch.zeros(groups, dtype=torch.int32, device=device)
+    return _COUNTERS[key]
+
+
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
@@ -303,12 +315,15 @@ class _Module:
         combines: list[KernelSource] = []
         bodies: list[str] = []
         launch: list[str] = []
-        for op in g.ops:
-            if op.kind in ("input", "output"):
-                continue
+        ops = list(g.ops)
+        for i, op in enumerate(ops):
+            if op.kind in ("input", "output") or op.attr.get("launch") == TAIL:
+                continue      # a tail is emitted with its head, in its launch
             if op.kind == "customized":
                 assert op.block is not None
-                ks, sums, body, lines = self._custom(op, op.block, len(kernels))
+                tail = ops[i + 1] if i + 1 < len(ops) and \
+                    ops[i + 1].attr.get("launch") == TAIL else None
+                ks, sums, body, lines = self._custom(op, op.block, len(kernels), tail)
                 kernels.append(ks)
                 combines += sums
                 bodies.append(body)
@@ -320,8 +335,10 @@ class _Module:
         user = g.user_input_shapes()
         sig = ", ".join(f"{p} {list(shape)}" for p, shape in zip(params, user, strict=True))
         label = _label(self.name)
-        counts = [(len(kernels), "custom kernel"), (len(combines), "combine kernel"),
-                  (g.num_kernels - len(kernels), "pre-defined op")]
+        tails = sum(op.attr.get("launch") == TAIL for op in g.ops)
+        counts = [(len(kernels), "custom kernel"), (tails, "tail kernel"),
+                  (len(combines), "combine kernel"),
+                  (g.num_kernels - len(kernels) - tails, "pre-defined op")]
         title = f"{label}: " + (", ".join(f"{n} {what}" + "s" * (n > 1) for n, what in counts
                                           if n) or "no kernels") + "."
         parts = [_HEADER.format(title=title, inputs=", ".join(params) or "()",
@@ -377,15 +394,22 @@ class _Module:
         return [f"# {out} = {op.kind}({', '.join(args)}): pre-defined, in torch",
                 f"{out} = {expr}"]
 
-    def _custom(self, op: Op, bg: BlockGraph, index: int
+    def _custom(self, op: Op, bg: BlockGraph, index: int, tail: Op | None = None
                 ) -> tuple[KernelSource, list[KernelSource], str, list[str]]:
         grid = tuple(evaluate(d, {}) for d in bg.grid)
         label = self.names(op.outputs[0])
         kname = self.names.fresh(f"kernel{index}_{label}")
         emitter = _Kernel(self, bg, op, kname, grid)
-        body = emitter.emit()
+        after: _Kernel | None = None
+        if tail is not None:
+            assert tail.block is not None
+            after = _Kernel(self, tail.block, tail, kname, grid[:-1])
+        body = emitter.emit(after)
         lines = [f"# kernel {index}: custom kernel on grid {grid}, for-loop range "
                  f"{evaluate(bg.forloop_range, {})}"]
+        if after is not None:
+            lines[0] += (f"; its tail ({self.names(tail.outputs[0])}) runs in the same launch, "
+                         f"in the last block of each of the {math.prod(after.grid)} groups")
         args = []
         for t in op.inputs:
             args.append(self.names(t))
@@ -405,6 +429,17 @@ class _Module:
             else:
                 lines.append(f"{var} = _alloc({self.shapes[t]!r}, dtype, device)")
                 args.append(var)
+        if after is not None:
+            assert tail is not None
+            for t in after.extra_inputs:
+                args.append(self.names(t))
+            for t in tail.outputs:
+                var = self.names(t)
+                lines.append(f"{var} = _alloc({self.shapes[t]!r}, dtype, device)")
+                args.append(var)
+            counters = self.names.fresh(f"{kname}_counters")
+            lines.append(f"{counters} = _counters({kname!r}, {math.prod(after.grid)}, device)")
+            args.append(counters)
         lines.append(f"{kname}[{grid!r}]({', '.join(args)}, {self.launch})")
         combines: list[KernelSource] = []
         for j, t in enumerate(op.outputs):
@@ -522,6 +557,8 @@ class _Kernel:
     vals: dict[str, _Val] = field(default_factory=dict)
     arg_names: list[str] = field(default_factory=list)
     arg_types: list[str] = field(default_factory=list)
+    extra_inputs: list[str] = field(default_factory=list)   # a tail's inputs its head does not
+    fresh_from: set[str] = field(default_factory=set)        # write, and those it wrote
 
     def __post_init__(self) -> None:
         self.names = Namer()
@@ -539,7 +576,9 @@ class _Kernel:
         """The sizes of `summed(j)`: the leading dims of output j's partial-tile buffer."""
         return tuple(self.summed(j).values())
 
-    def emit(self) -> str:
+    def emit(self, tail: _Kernel | None = None) -> str:
+        """The `@triton.jit` function, with `tail`'s block run after this kernel's by the last
+        block of each group to finish (a tail kernel: `prism.ir.spec.TAIL`)."""
         bg, op = self.bg, self.op
         # one parameter per operand, even when one tensor is read twice (fresh names)
         in_ptr = [self.names.fresh(f"{self.module.names(t)}_ptr") for t in op.inputs]
@@ -559,6 +598,58 @@ class _Kernel:
                 f'    """{doc}"""']
         head += [f"    pid{p} = tl.program_id({p})" for p in range(len(self.grid))
                  if self.grid[p] > 1]
+        body = self._body(in_ptr, out_ptr)
+        if tail is not None:     # after this kernel's body: the tail's names avoid all of it
+            body += tail.emit_tail(self, out_ptr)
+            head[1] = f"def {self.name}({', '.join(self.arg_names)}):"
+        return "\n".join(head + body) + "\n"
+
+    def emit_tail(self, head: _Kernel, head_out: list[str]) -> list[str]:
+        """This kernel as the tail of `head` (its grid is head's without the last dim): head's
+        arguments grow by this kernel's other inputs, its outputs and the counters; the lines
+        count this block in its group and, in the group's last block, run this kernel's block
+        (every part of the group stored; the counter left at 0 for the next run)."""
+        self.names = Namer(head.names.taken)   # one function: no name of head's reused
+        written = dict(zip(head.op.outputs, head_out, strict=True))
+        in_ptr, self.extra_inputs = [], []
+        for t in self.op.inputs:
+            if t in written:
+                in_ptr.append(written[t])
+                self.fresh_from.add(t)
+            else:
+                in_ptr.append(self.names.fresh(f"{self.module.names(t)}_ptr"))
+                self.extra_inputs.append(t)
+                head.arg_names.append(in_ptr[-1])
+                head.arg_types.append(self.module.dtype.triton)
+        out_ptr = [self.names.fresh(f"{self.module.names(t)}_ptr") for t in self.op.outputs]
+        counters = self.names.fresh("counters_ptr")
+        head.arg_names += [*out_ptr, counters]
+        head.arg_types += [self.module.dtype.triton] * len(out_ptr) + ["*i32"]
+        index = ""             # the group's number: its grid dims, row-major
+        for p, size in enumerate(self.grid):
+            if size > 1:
+                index = f"pid{p}" if not index else f"({index}) * {size} + pid{p}"
+        group = self.names.fresh("group")
+        pos = [f"{group} = {index}"] if index else []
+        at = f"{counters} + {group}" if index else counters
+        parts, done = head.grid[-1], self.names.fresh("arrived")
+        label = self.module.names(self.op.outputs[0])
+        dims = ", ".join("xyz"[p] for p in range(len(self.grid)))
+        return _indent([
+            f"# the tail: {label}'s block graph, run by the last of the {parts} blocks of this "
+            f"group (grid dims {dims}) to finish",
+            "tl.debug_barrier()  # every thread's stores above are issued",
+            *pos,
+            f"{done} = tl.atomic_add({at}, 1)  # acq_rel, gpu scope: the stores are visible "
+            "before the count",
+            f"if {done} == {parts - 1}:",
+            "    tl.debug_barrier()",
+            f"    tl.store({at}, 0)  # every block of the group has counted: 0 for the next run",
+        ], 1) + _indent(self._body(in_ptr, out_ptr), 1)
+
+    def _body(self, in_ptr: list[str], out_ptr: list[str]) -> list[str]:
+        """The block's lines: loads and ops above the loop, the loop, what follows it."""
+        bg, op = self.bg, self.op
         post = bg.after_accum
         pre: list[str] = []       # hoisted above the loop
         loop: list[str] = []
@@ -584,13 +675,12 @@ class _Kernel:
                     pre += lines
                 else:
                     loop += lines
-        body = head + _indent(pre, 1)
+        body = _indent(pre, 1)
         if self.loops > 1:
             body += [f"    for i in range({self.loops}):", *_indent(loop, 2)]
         else:
             body += _indent(loop, 1)
-        body += _indent(after, 1)
-        return "\n".join(body) + "\n"
+        return body + _indent(after, 1)
 
     # loads and stores
     def _position(self, rows: list[int], d: int, loop: bool) -> str:
@@ -632,7 +722,9 @@ class _Kernel:
         masked = f", mask={mask}, other=0.0" if mask else ""
         lines.insert(0, f"# {var}: tile {list(tile)} of {self.module.names(source)} "
                         f"{list(data)}, imap {bop.attr['imap']}, fmap {bop.attr['fmap']}")
-        lines.append(f"{var} = tl.load({ptr} + {addr}{masked})")
+        # a tail reads what other blocks of its launch wrote: from L2, past this SM's L1
+        cached = ', cache_modifier=".cg"' if source in self.fresh_from else ""
+        lines.append(f"{var} = tl.load({ptr} + {addr}{masked}{cached})")
         val = _Val(var, tile, tuple(_pad(n) for n in tile), native=True,
                    invariant=fmap < 0 or self.loops == 1)
         self.vals[name] = val

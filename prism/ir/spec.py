@@ -10,6 +10,13 @@ parallel dim; tile shapes equal to the map formula; accumulators only on pre-loo
 mixing pre- and post-loop operands; outputs only of post-loop tiles; the custom op's output shapes
 equal to the omap formula.
 
+Checked for a custom kernel that runs as the *tail* of the one before it (`launch="tail"`, one
+launch for both: `TAIL`): the op before it is a custom kernel launched on its own; the tail's grid
+is that kernel's grid without its last dim; that kernel sums no blocks into an output (a combine
+launch would come between); and every tensor the tail reads from it is read under the grid rows
+it was written with (concrete maps). Then block g of the tail reads only what blocks (g, ·) of the
+kernel before it wrote, so the last of those to finish can run it (`prism.instantiate.codegen`).
+
 With free variables and no assignment (a symbolic candidate: grid sizes, loop ranges, map bits)
 every check above runs that needs no value: op arities and levels, shapes compared as dimension
 expressions (the shape rules match dims through map bits, as the search records them), every
@@ -37,6 +44,8 @@ from prism.ir.graph import (
 )
 from prism.ir.ops import OPS, infer_shape
 
+TAIL = "tail"   # `launch="tail"`: a custom kernel that runs in the launch of the one before it
+
 
 def check(graph: KernelGraph, assignment: Mapping[str, int] | None = None) -> None:
     """Raise `SpecError` listing every problem, or return None if `graph` is well-formed."""
@@ -56,7 +65,56 @@ def problems(graph: KernelGraph, assignment: Mapping[str, int] | None = None) ->
     for i, op in enumerate(graph.ops):
         if op.kind == "customized":
             _check_custom(graph, i, env, out)
+        if "launch" in op.attr:
+            _check_tail(graph, i, out)
     return out
+
+
+def _check_tail(graph: KernelGraph, index: int, out: list[str]) -> None:
+    """The rules of a kernel that runs as the tail of the kernel before it (module doc)."""
+    op = graph.ops[index]
+    where = f"custom kernel {index}"
+    launch = op.attr["launch"]
+    if op.kind != "customized" or launch != TAIL:
+        out.append(f"op {index} ({op.kind}): launch={launch!r}; the one launch attribute is "
+                   f"launch={TAIL!r}, on a custom kernel")
+        return
+    head = graph.ops[index - 1] if index else None
+    if head is None or head.kind != "customized" or "launch" in head.attr:
+        out.append(f"{where} runs as a tail (launch={TAIL!r}), but the op before it is not a "
+                   "custom kernel launched on its own; put the tail right after the kernel "
+                   "whose launch it shares")
+        return
+    k1, k2 = head.block, op.block
+    if not (isinstance(k1, BlockGraph) and isinstance(k2, BlockGraph)):
+        return    # reported by _check_custom
+    if tuple(k1.grid[:-1]) != tuple(k2.grid) or len(k1.grid) != len(k2.grid) + 1:
+        out.append(f"{where} runs as the tail of custom kernel {index - 1}, so its grid must be "
+                   f"that kernel's without its last dim, {_fmt(k1.grid[:-1])}, not "
+                   f"{_fmt(k2.grid)}")
+        return
+    written = dict(zip(head.outputs, k1.output_ops, strict=False))
+    for src, bop in written.items():
+        omap = bop.attr.get("omap")
+        if not isinstance(omap, Map) or not omap.is_concrete:
+            out.append(f"{where} runs as a tail; custom kernel {index - 1} writes {src} under "
+                       "a map that is not concrete (instantiate its omap first)")
+            return
+        if any(not size.is_const or size.value > 1
+               for size, row in zip(k1.grid, omap.rows, strict=False)
+               if all(e.value == 0 for e in row)):
+            out.append(f"{where} runs as a tail, but custom kernel {index - 1} sums blocks into "
+                       f"{src} (a grid dim its omap {omap} maps to no data dim), which a "
+                       "combine launch adds between the two; a tail needs no combine")
+            return
+    for src, bop in zip(op.inputs, k2.input_ops, strict=False):
+        if src not in written:
+            continue
+        imap, omap = bop.attr.get("imap"), written[src].attr["omap"]
+        if not isinstance(imap, Map) or tuple(imap.rows) != tuple(omap.rows[:-1]):
+            out.append(f"{where} runs as a tail and reads {src} under imap {imap}, but custom "
+                       f"kernel {index - 1} writes it under omap {omap}: block g of a tail "
+                       "must read what blocks (g, ·) wrote, the same rows but the last")
 
 
 def _check_dag(g: KernelGraph | BlockGraph, where: str, level: str, out: list[str],

@@ -90,14 +90,18 @@ class SplitPiece:
 
 
 def split_moves(graph: KernelGraph) -> list[tuple[str, KernelGraph]]:
-    """The split programs of a proved one-kernel program, by move, in the pass's order."""
-    from prism.search.split import split_loop, split_softmax, stream_softmax
+    """The split programs of a proved one-kernel program, by move, in the pass's order; each
+    two-kernel one followed by its one-launch form (`split.one_launch`, move name + "_tail")."""
+    from prism.search.split import one_launch, split_loop, split_softmax, stream_softmax
     out = []
     for name, move in (("split_loop", split_loop), ("stream_softmax", stream_softmax),
                        ("split_softmax", split_softmax)):
         program, _why = move(graph)
         if program is not None:
             out.append((name, program))
+            merged, _why = one_launch(program) if program.num_kernels == 2 else (None, "")
+            if merged is not None:
+                out.append((f"{name}_tail", merged))
     return out
 
 
@@ -115,6 +119,10 @@ SPLIT_WHAT = {
                      "it, then a second kernel that rescales them to the max of the maxes and "
                      "sums them (log-sum-exp split, flash-decoding)",
 }
+_ONE_LAUNCH = "; in one launch: the last block of each group to finish runs the second kernel's " \
+              "block (a counter per group)"
+SPLIT_WHAT |= {f"{move}_tail": what + _ONE_LAUNCH for move, what in list(SPLIT_WHAT.items())
+               if move != "stream_softmax"}
 SPLIT_GRACE = 0.1   # of the budget: the split move after a search its time budget stopped
 
 
@@ -870,7 +878,7 @@ class _Run:
         program), its verdict and its best assignment; None when no assignment fits."""
         from prism.search.audit import best_assignment, descended
         device = self.config.device
-        if move != "split_softmax":
+        if not move.startswith("split_softmax"):
             verdict = self.verdict_of(program)
             best = best_assignment(program, device) if verdict.verdict == "equivalent" else None
             return SplitPiece(verdict, best, None if best is None else
@@ -891,7 +899,7 @@ class _Run:
         from prism.search.audit import descended
         if piece is None:
             return
-        if move != "split_softmax":
+        if not move.startswith("split_softmax"):
             found = self.check(program, self._split_family(cand, program, SPLIT_WHAT[move]),
                                verdict=piece.verdict, best=(piece.best,))
             found.descend = True    # a checkpoint re-instantiates it the same way

@@ -14,6 +14,12 @@ that form, not written per workload:
                              s concatenated along its last dim
     kernel 2  grid (g…)      the partial sums summed, then the post-loop ops, stored as before
 
+`one_launch` makes any such two-kernel program one launch: kernel 2 takes kernel 1's grid without
+`s`, and runs as kernel 1's *tail* (`launch="tail"`): the last block of each group (g…) to finish
+its part runs kernel 2's block g (a counter per group; `prism.instantiate.codegen`). It computes
+what the two launches compute, so it is verified as they are; it saves a launch and keeps the
+parts in flight for one more sync.
+
 `split_loop` builds that program from a verified one-kernel candidate (concrete maps, symbolic
 sizes), or says why it does not apply. The search (`SearchConfig.split_loops`) verifies every
 program it builds as it verifies its own candidates: an accumulator the split does not preserve (a
@@ -30,7 +36,7 @@ from prism.ir.dims import Dim, const, var
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op
 from prism.ir.infer import infer_shapes
 from prism.ir.ops import OPS
-from prism.ir.spec import check
+from prism.ir.spec import TAIL, check
 
 # How the second kernel sums an accumulator's parts, by the accumulator's kind.
 SUMS = {"nored": "redtox_ld_sum", "red_ld_sum": "red_ld_sum"}
@@ -88,6 +94,34 @@ def split_loop(graph: KernelGraph) -> tuple[KernelGraph | None, str]:
         return _build(graph, op, s, parts_rows, epilogue, acc_out, dimx, taken), ""
     except PrismError as e:
         return None, f"the split program does not type: {e}"
+
+
+def one_launch(program: KernelGraph) -> tuple[KernelGraph | None, str]:
+    """A split program (two custom kernels, kernel 2's grid kernel 1's without its split dim
+    `s`, sizes of its own) as one launch and "", or None and why it does not apply: kernel 2
+    takes kernel 1's grid sizes and runs as its tail (`launch="tail"`, checked by
+    `prism.ir.spec`)."""
+    at = [i for i, o in enumerate(program.ops) if o.kind != "input"][:2]
+    if len(at) < 2 or any(program.ops[i].kind != "customized" for i in at) \
+            or at[1] != at[0] + 1 or len(program.custom_ops) != 2:
+        return None, "not two custom kernels, back to back"
+    head, tail = program.ops[at[0]], program.ops[at[1]]
+    assert head.block is not None and tail.block is not None
+    if "launch" in head.attr or "launch" in tail.attr:
+        return None, "already one launch"
+    grid = head.block.grid[:-1]
+    if len(tail.block.grid) != len(grid):
+        return None, "kernel 2's grid is not kernel 1's without its last dim"
+    block = replace(tail.block, grid=tuple(grid), tensors=())
+    ops = list(program.ops)
+    ops[at[1]] = Op.make("customized", tail.inputs, tail.outputs, {**tail.attr, "launch": TAIL},
+                         block=block)
+    try:
+        merged = infer_shapes(replace(program, ops=tuple(ops)))
+        check(merged)
+    except PrismError as e:
+        return None, f"the one-launch program does not check: {e}"
+    return merged, ""
 
 
 def _one_custom(graph: KernelGraph) -> Op | None:
