@@ -408,7 +408,7 @@ class _Module:
         lines = [f"# kernel {index}: custom kernel on grid {grid}, for-loop range "
                  f"{evaluate(bg.forloop_range, {})}"]
         if after is not None:
-            lines[0] += (f"; its tail ({self.names(tail.outputs[0])}) runs in the same launch, "
+            lines[0] += (f"; its tail ({self.names(after.op.outputs[0])}) runs in the same launch, "
                          f"in the last block of each of the {math.prod(after.grid)} groups")
         args = []
         for t in op.inputs:
