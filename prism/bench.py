@@ -316,7 +316,8 @@ def result_row(result: OptimizeResult) -> dict[str, Any]:
         "best_over_roofline": _ratio(best.latency_us, result.roofline_us) if best else None,
         "speedup_vs_eager": _ratio(result.eager_us, best.modeled_us) if best else None,
         "best": ({"config": best.config, "candidate": best.candidate,
-                  "num_kernels": best.num_kernels, "input_program": best.is_input_program,
+                  "num_kernels": best.num_kernels, "num_tails": best.num_tails,
+                  "input_program": best.is_input_program,
                   "check": best.check.status,
                   **({"check_reason": best.check.reason} if best.check.reason else {})}
                  if best else None),

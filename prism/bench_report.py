@@ -115,7 +115,8 @@ def _best(row: Mapping[str, Any]) -> str:
     if row.get("best_latency_us") is None:
         return f"no kernel ({row.get('no_kernel', '')})"
     b = row["best"]
-    what = "the input program" if b["input_program"] else f"{b['num_kernels']} kernel(s)"
+    what = "the input program" if b["input_program"] else f"{b['num_kernels']} kernel(s)" + (
+        f" in {b['num_kernels'] - b['num_tails']} launch(es)" if b.get("num_tails") else "")
     return f"{row['best_latency_us']:.2f} µs {row['latency_kind']}, {what}"
 
 

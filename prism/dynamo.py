@@ -352,7 +352,7 @@ class _Backend:
             return None
         region.source = "checkpoint" if from_checkpoint and \
             result.search is not None and result.search.stop_reason == "checkpoint" else "search"
-        region.reason = (f"{best.candidate}, {best.num_kernels} kernel(s), proved and checked "
+        region.reason = (f"{best.candidate}, {best.kernels_text}, proved and checked "
                          f"against torch ({best.check.to_json().get('where', '')})")
         region.kernel_us, region.eager_us = best.modeled_us, result.eager_us
         root.mkdir(parents=True, exist_ok=True)

@@ -53,6 +53,7 @@ from prism.cost import DeviceSpec, default_device, eager_us, get_device, rooflin
 from prism.errors import ArgumentTypeError, PrismError
 from prism.frontend.workload import Workload
 from prism.ir.graph import KernelGraph
+from prism.ir.spec import TAIL
 from prism.search import SearchConfig, SearchResult, search
 from prism.search.executors import Executor
 from prism.trace import TRACE_FILE, Event, FamilyGenerated, FamilyPruned, JsonlWriter, Tracer
@@ -224,6 +225,18 @@ class BestKernel:
         return self.graph.num_kernels
 
     @property
+    def num_tails(self) -> int:
+        """Kernels that run as the tail of the one before, in its launch (`launch="tail"`)."""
+        return sum(op.attr.get("launch") == TAIL for op in self.graph.ops)
+
+    @property
+    def kernels_text(self) -> str:
+        """'2 kernel(s)', or '2 kernel(s) in 1 launch' where a tail shares a launch."""
+        text = f"{self.num_kernels} kernel(s)"
+        return text + (f" in {self.num_kernels - self.num_tails} launch(es)"
+                       if self.num_tails else "")
+
+    @property
     def is_input_program(self) -> bool:
         """Whether this is the user's own program, by its candidate id (never inferred from a
         missing verdict)."""
@@ -247,7 +260,7 @@ class BestKernel:
         return {"candidate": self.candidate, "config": self.config,
                 "latency_us": round(self.latency_us, 4), "latency_kind": self.latency_kind,
                 "modeled_us": round(self.modeled_us, 4), "roofline_us": round(self.roofline_us, 4),
-                "num_kernels": self.num_kernels,
+                "num_kernels": self.num_kernels, "num_tails": self.num_tails,
                 "num_custom_kernels": len(self.graph.custom_ops), "verdict": verdict,
                 "proof": proof, "params": self.params, "check": self.check.to_json()}
 
@@ -854,7 +867,8 @@ def best_summary(result: OptimizeResult) -> dict[str, Any]:
     b = result.best
     return {"best": b.config, "candidate": b.candidate, "params": b.params,
             "latency_us": b.latency_us, "latency_kind": b.latency_kind,
-            "modeled_us": b.modeled_us, "num_kernels": b.num_kernels, "dtype": b.dtype,
+            "modeled_us": b.modeled_us, "num_kernels": b.num_kernels,
+            "kernels_text": b.kernels_text, "dtype": b.dtype,
             **bounds,
             "proof": b.to_json()["proof"], "check": b.check.to_json(),
             **({"outside": result.fusion.to_json(b)["outside"]} if result.fusion else {}),

@@ -85,7 +85,8 @@ def result_rows(summary: dict[str, Any]) -> list[tuple[str, float, str]]:
     and its eager baseline. The CLI's table and the page's both read them."""
     rows = []
     if summary.get("best"):
-        rows.append((f"best: {summary['best']} ({summary['num_kernels']} kernel(s))",
+        kernels = summary.get("kernels_text", f"{summary['num_kernels']} kernel(s)")
+        rows.append((f"best: {summary['best']} ({kernels})",
                      summary["latency_us"], summary["latency_kind"]))
         if summary["latency_kind"] != "modeled":
             rows.append(("best, by the cost model", summary["modeled_us"], "modeled"))

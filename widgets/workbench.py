@@ -211,10 +211,11 @@ class Workbench(Snapshotted):
         win = self.winner
         check = win.get("check") or {}
         why = f": {check['reason']}" if check.get("reason") else ""
+        kernels = str(win.get("kernels_text") or f"{win.get('num_kernels', '?')} kernel(s)")
         head = (f"<h4>best kernel <code>{html.escape(str(win['best']))}</code> (candidate "
                 f"<code>{html.escape(str(win.get('candidate')))}</code>)</h4><p>"
                 f"{win['latency_us']:.4g} µs ({html.escape(str(win['latency_kind']))}) · "
-                f"{win.get('num_kernels', '?')} kernel(s) · roofline "
+                f"{html.escape(kernels)} · roofline "
                 f"{win['roofline_us']:.4g} µs (modeled) · eager {win['eager_us']:.4g} µs "
                 f"(modeled) · check: {html.escape(str(check.get('status', '?')) + why)}</p>")
         views: list[Any] = [w.HTML(head), SGraphView(KernelGraph.from_json(win["graph"]))]

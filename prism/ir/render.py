@@ -65,6 +65,9 @@ def _block_cluster(prefix: str, index: int, op: Op, bg: BlockGraph, kshapes: dic
     grid = " × ".join(str(g) for g in bg.grid)
     label = (f"custom kernel {index}: grid ({grid}), forloop range {bg.forloop_range}, "
              f"block {bg.block_threads} threads")
+    if op.attr.get("launch") == "tail":
+        label += (f"; the tail of custom kernel {index - 1}, in its launch: the last block of "
+                  "each group to finish runs it")
     out.append(f"  subgraph cluster_{prefix} {{")
     out.append(f'  label="{_esc(label)}"; style="rounded,dashed"; color="#b45309"; {_FONT};')
     post = bg.after_accum
