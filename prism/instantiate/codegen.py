@@ -21,7 +21,14 @@ kernel launch `run()` makes is one of these, which is what the cost model charge
   per-block partial tiles into an fp32 buffer [g_p for each summed grid dim p, *output shape], and
   a second Triton kernel, the output's *combine* kernel, adds them in fp32 and writes the output
   (one launch: a torch `.sum().to()` would be two, and an atomic add would need a zeroing launch
-  and a conversion).
+  and a conversion);
+- a custom kernel with a tail (`launch="tail"` on the next custom op, `prism.ir.spec.TAIL`) is one
+  `@triton.jit` function: the head's block, then a barrier and an atomic add to its group's
+  counter (the group: the grid dims but the last), and in the block that brings the count to the
+  last dim's size, the tail's block, whose loads of what the head wrote bypass L1
+  (`cache_modifier=".cg"`). That block sets the counter back to 0; the counters are int32 zeros
+  the module makes once per kernel and device (`_counters`), so a module runs one call at a time
+  per device.
 
 Tiles are padded to powers of two of at least 16 (`tl.arange` needs powers of two, `tl.dot` 16)
 with masked loads (`other=0`) and stores; a dim of 1 stays 1. A padded lane that an op makes
@@ -208,9 +215,9 @@ _COUNTERS = {}
 
 
 def _counters(kernel, groups, device):
-    """The per-group counters of a kernel with a tail: int32 zeros, made once per kernel and
-    device (the one fill this module makes, at the first run); each run leaves them at 0."""
-    key = (kernel, str(device))
+    """The per-group counters of a kernel with a tail: int32 zeros, made once per kernel, size
+    and device (the one fill this module makes, at the first run); each run leaves them at 0."""
+    key = (kernel, groups, str(device))
     if key not in _COUNTERS:
         _COUNTERS[key] = torch.zeros(groups, dtype=torch.int32, device=device)
     return _COUNTERS[key]
@@ -438,7 +445,7 @@ class _Module:
                 lines.append(f"{var} = _alloc({self.shapes[t]!r}, dtype, device)")
                 args.append(var)
             counters = self.names.fresh(f"{kname}_counters")
-            lines.append(f"{counters} = _counters({kname!r}, {math.prod(after.grid)}, device)")
+            lines.append(f"{counters} = _counters({kname}, {math.prod(after.grid)}, device)")
             args.append(counters)
         lines.append(f"{kname}[{grid!r}]({', '.join(args)}, {self.launch})")
         combines: list[KernelSource] = []

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from prism.cost import get_device, modeled
+from prism.instantiate.bundle import bundle
 from prism.instantiate.codegen import generate
 from prism.instantiate.triton_backend import compile_ptx
 from prism.ir.spec import substitute_graph
@@ -89,3 +90,21 @@ def test_the_one_launch_program_compiles_with_its_counter_and_the_model_counts_o
     cost = modeled(graph, get_device("h100"))
     assert cost.launches == 1 and [k.kind for k in cost.kernels] == ["customized", "tail"]
     assert cost.kernels[0].blocks == 16 == int(np.prod(program.kernels[0].grid))
+
+
+def test_a_bundle_of_two_shapes_keeps_a_counter_per_kernel(kit):
+    """`kernel.py` for several shapes renames each shape's kernels; each keeps its own counters
+    (keyed by the kernel, not by its name, which the bundle renames)."""
+    other = {"Q": (2, 8, 16), "K": (2, 16, 128), "V": (2, 128, 16)}
+    env = {"b": 2, "r": 2, "s": 4, "F": 1}
+    sources = [generate(substitute_graph(_tail_program(split_loop, _one_kernel(shapes)),
+                                         env | {"s": s})).source
+               for shapes, s in ((SHAPES, 4), (other, 8))]
+    module = kit.load(bundle(sources))
+    rng = np.random.default_rng(3)
+    for shapes in (SHAPES, other, SHAPES):
+        tensors = kit.fp16([rng.standard_normal(shapes[p]) * 0.3 for p in ("Q", "K", "V")])
+        kit.assert_close(kit.as64([module.run(*tensors)])[0], _reference(*kit.as64(tensors)),
+                         what=f"bundle at {shapes['Q']}")
+    assert sorted(c.numel() for c in module._COUNTERS.values()) == [4, 4]
+    assert all(c.tolist() == [0] * 4 for c in module._COUNTERS.values())
