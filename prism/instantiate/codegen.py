@@ -204,12 +204,7 @@ import triton
 import triton.language as tl
 '''
 
-_RUNTIME = '''
-
-def _alloc(shape, dtype, device):
-    """Device memory for an intermediate or an output (every element is written before use)."""
-    return torch.empty(shape, dtype=dtype, device=device)
-
+COUNTERS_HELPER = '''
 
 _COUNTERS = {}
 
@@ -221,6 +216,13 @@ def _counters(kernel, groups, device):
     if key not in _COUNTERS:
         _COUNTERS[key] = torch.zeros(groups, dtype=torch.int32, device=device)
     return _COUNTERS[key]
+'''
+
+_RUNTIME = '''
+
+def _alloc(shape, dtype, device):
+    """Device memory for an intermediate or an output (every element is written before use)."""
+    return torch.empty(shape, dtype=dtype, device=device)
 
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -356,6 +358,8 @@ class _Module:
         parts.append(_RUNTIME)
         if "_rms_norm(" in "".join(launch):
             parts.append("\n\n" + RMS_NORM_HELPER)
+        if "_counters(" in "".join(launch):
+            parts.append(COUNTERS_HELPER)
         specs, made = [], []
         for i, t in enumerate(g.inputs):
             view = g.input_view(i)
