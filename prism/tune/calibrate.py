@@ -2,7 +2,7 @@
 
     doc = calibrate("h100")          # on a GPU: measured; on a CPU: the interpreter's check only
 
-Four Triton microbenchmarks, each a few lines of kernel source below, loaded like generated
+Five Triton microbenchmarks, each a few lines of kernel source below, loaded like generated
 code (`prism.instantiate.triton_backend.load`):
 
 - **launch**: `touch` (one block stores one value) launched back to back, host wall time per
@@ -13,7 +13,12 @@ code (`prism.instantiate.triton_backend.load`):
   calls (`l2_bw_gbps`);
 - **one_sm**: the same `copy` with 1, 2, 4, ... blocks (each block walks the buffer in strides):
   the bandwidth a few blocks get, which the model's occupancy rule (`max_blocks_per_sm`,
-  `sm_count`) assumes scales with the blocks.
+  `sm_count`) assumes scales with the blocks;
+- **sync**: `arrive` against `plain` on the same grid of groups × parts: each block stores a
+  value, and in `arrive` also fences and adds one to its group's counter, the block that brings
+  it to the part count summing the group's values (a tail, `prism.ir.spec.TAIL`) and setting the
+  counter back to 0; the difference of their warm times is what a tail's sync costs
+  (`sync_us`). In the interpreter the groups' sums and the counters' zeros are checked.
 
 Every figure is labelled with its kind: `measured` on a GPU; on a CPU the same kernels run in
 Triton's interpreter on small buffers, where their *results* are checked (the copy equals its
@@ -56,12 +61,37 @@ def copy(src, dst, n, BLOCK: tl.constexpr):
         offs = start + tl.arange(0, BLOCK)
         mask = offs < n
         tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def plain(parts, sums, PARTS: tl.constexpr):
+    """Block (g, p) stores 1 as part p of group g; the last part's block stores the group's 1."""
+    g, p = tl.program_id(0), tl.program_id(1)
+    tl.store(parts + g * PARTS + p, 1.0)
+    if p == PARTS - 1:
+        tl.store(sums + g, 1.0)
+
+
+@triton.jit
+def arrive(parts, sums, counters, PARTS: tl.constexpr):
+    """`plain` with a tail: each block counts itself on its group's counter, and the block that
+    brings it to PARTS sums the group's parts and sets the counter back to 0."""
+    g, p = tl.program_id(0), tl.program_id(1)
+    tl.store(parts + g * PARTS + p, 1.0)
+    tl.debug_barrier()
+    arrived = tl.atomic_add(counters + g, 1)
+    if arrived == PARTS - 1:
+        tl.debug_barrier()
+        tl.store(counters + g, 0)
+        got = tl.load(parts + g * PARTS + tl.arange(0, PARTS), cache_modifier=".cg")
+        tl.store(sums + g, tl.sum(got, axis=0))
 '''
 BLOCK = 1024                      # elements a block copies per step (fp16: 2 KiB)
 GPU_SIZES = {"hbm": 512 << 20, "l2": 8 << 20, "one_sm": 64 << 20}   # bytes per buffer
 CPU_SIZES = {"hbm": 64 << 10, "l2": 16 << 10, "one_sm": 16 << 10}   # the interpreter's
 ONE_SM_BLOCKS = (1, 2, 4, 8, 16)
 LAUNCHES = 2000
+SYNC_PARTS = 8                    # parts a group of `arrive` counts
 
 
 class CalibrationError(PrismError):
@@ -136,6 +166,23 @@ def calibrate(device: str | DeviceSpec = "h100", *, quick: bool = False) -> dict
         few.append({"blocks": blocks, "gbps": round(_gbps(2 * sizes["one_sm"], us), 3),
                     "kind": kind})
     rows["few_blocks"] = few
+    # sync: the same grid with and without the counters
+    groups = spec.sm_count * spec.max_blocks_per_sm // SYNC_PARTS if on_gpu else 4
+    parts = torch.full((groups * SYNC_PARTS,), float("nan"), device=where, dtype=torch.float32)
+    sums = torch.zeros(groups, device=where, dtype=torch.float32)
+    counters = torch.zeros(groups, device=where, dtype=torch.int32)
+    grid2 = (groups, SYNC_PARTS)
+    base = _time(lambda: kernels.plain[grid2](parts, sums, PARTS=SYNC_PARTS), on_gpu, cold=False)
+    sums.zero_()
+    counted = _time(lambda: kernels.arrive[grid2](parts, sums, counters, PARTS=SYNC_PARTS),
+                    on_gpu, cold=False)
+    sync()
+    if not (torch.all(sums == SYNC_PARTS) and torch.all(counters == 0)):
+        raise CalibrationError("the arrive kernel's last block of a group did not sum its "
+                               "parts, or left its counter set")
+    rows["sync_us"] = _figure(max(counted - base, 0.0), kind, spec.sync_us,
+                              f"{groups} groups of {SYNC_PARTS} blocks, with the counters "
+                              "less without (warm)")
     return {"device": spec.name, "where": where, "kind": kind, "date": date.today().isoformat(),
             "gpu": torch.cuda.get_device_name() if on_gpu else None,
             "versions": triton_backend.versions(), "figures": rows,

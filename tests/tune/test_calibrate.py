@@ -20,7 +20,8 @@ def test_on_a_cpu_the_kernels_are_checked_and_every_time_is_interpreted(tmp_path
     doc = cal.calibrate("h200", quick=True)
     assert (doc["device"], doc["where"], doc["kind"]) == ("h200", "cpu", "interpreted")
     figures = doc["figures"]
-    for name, model in (("launch_us", 4.0), ("mem_bw_gbps", 4800.0), ("l2_bw_gbps", 7000.0)):
+    for name, model in (("launch_us", 4.0), ("mem_bw_gbps", 4800.0), ("l2_bw_gbps", 7000.0),
+                        ("sync_us", 1.0)):
         assert figures[name]["kind"] == "interpreted" and figures[name]["model"] == model
         assert "measured_over_model" not in figures[name]      # nothing claimed of the GPU
     assert [r["blocks"] for r in figures["few_blocks"]] == [1, 2, 4]
@@ -37,6 +38,23 @@ def test_a_copy_kernel_that_copies_wrong_is_refused(monkeypatch):
     assert broken != cal.KERNELS
     monkeypatch.setattr(cal, "KERNELS", broken)
     with pytest.raises(cal.CalibrationError, match="did not copy its source"):
+        cal.calibrate("h100", quick=True)
+
+
+def test_a_tail_that_leaves_its_counter_set_is_refused(monkeypatch):
+    """`arrive` whose tail does not set the counter back to 0: the next run's count would be
+    off, and the check says so."""
+    broken = cal.KERNELS.replace("tl.store(counters + g, 0)", "pass")
+    assert broken != cal.KERNELS
+    monkeypatch.setattr(cal, "KERNELS", broken)
+    with pytest.raises(cal.CalibrationError, match="did not sum its parts"):
+        cal.calibrate("h100", quick=True)
+    # summing what is not the group's parts is refused too
+    broken = cal.KERNELS.replace("tl.store(sums + g, tl.sum(got, axis=0))",
+                                 "tl.store(sums + g, tl.sum(got, axis=0) - 1.0)")
+    assert broken != cal.KERNELS
+    monkeypatch.setattr(cal, "KERNELS", broken)
+    with pytest.raises(cal.CalibrationError, match="did not sum its parts"):
         cal.calibrate("h100", quick=True)
 
 
