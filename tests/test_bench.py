@@ -337,11 +337,13 @@ def test_a_row_searched_on_worker_processes_is_the_local_row():
     """A row's process is not daemonic, so its search may start a pool of its own
     (`--executor processes`, which once failed: daemonic processes may not have children);
     its search and winner are the local executor's."""
-    settings = replace(bench.QUICK, max_block_ops=4, budget_s=60.0)
+    # a budget that does not bind on a loaded machine: both searches exhaustive, so comparable
+    settings = replace(bench.QUICK, max_block_ops=4, budget_s=600.0)
     local = bench.run_bench(["swiglu"], settings)["rows"][0]
     pooled = bench.run_bench(["swiglu"], replace(settings, executor="processes", workers=2))
     row = pooled["rows"][0]
     assert "error" not in row, row["error"]
+    assert local["exhaustive"] and row["exhaustive"]
     assert row["executor"]["name"] == "processes" and row["executor"]["workers"] == 2
     for key in ("families_generated", "families_kept", "families_pruned",
                 "candidates_verified", "best_latency_us"):
