@@ -358,14 +358,11 @@ def _custom_costs(sizes: _Sizes, op: Op, device: DeviceSpec) -> list[KernelCost]
     handed = _handed(sizes.graph, op)
     for name, moved in traffic.items():
         if name in handed:      # a part a tail reads back, as a combine reads partial tiles
-            partial[name] = moved
+            hbm, l2 = (hbm, l2 + moved) if sizes.nbytes(name) <= device.l2_bytes else \
+                (hbm + moved, l2)
             continue
         from_hbm, from_l2 = _split_traffic(sizes.nbytes(name), moved, device)
         hbm, l2 = hbm + from_hbm, l2 + from_l2
-    for name in handed:
-        partial.pop(name, None)
-        nbytes = traffic.get(name, 0)
-        hbm, l2 = (hbm, l2 + nbytes) if nbytes <= device.l2_bytes else (hbm + nbytes, l2)
     for nbytes in partial.values():
         hbm, l2 = (hbm, l2 + nbytes) if nbytes <= device.l2_bytes else (hbm + nbytes, l2)
     flops = _block_flops(block, tiles, blocks, loop)
