@@ -10,9 +10,8 @@ import pytest
 import prism.expr.egraph as egraph
 from prism.expr.axioms import rules
 from prism.search.abstract import AbstractTarget
-from prism.verify.equiv import verify
 from prism.workloads import WORKLOADS, get_workload
-from prism.workloads.known_best import known_best
+from tests.expr.flagged import proof, saturated
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))
@@ -34,28 +33,11 @@ def test_every_match_is_the_recursive_matchers_in_its_order(name):
     assert checked > 0
 
 
-def _saturated(graph, compiled: bool, monkeypatch) -> tuple[object, ...]:
-    monkeypatch.setattr(egraph, "COMPILED_MATCHERS", compiled)
-    target = AbstractTarget(graph)
-    classes = sorted(sorted(cls.nodes.values()) for cls in target.egraph._classes.values())
-    report = target.report
-    return classes, report.stop_reason, report.iterations, report.nodes, report.applied
-
-
 @pytest.mark.parametrize("name", ["rmsnorm_matmul", "ntrans", "gqa"])
 def test_saturation_and_proofs_are_the_recursive_matchers(name, monkeypatch):
-    workload = get_workload(name)
-    assert _saturated(workload.graph, True, monkeypatch) == \
-        _saturated(workload.graph, False, monkeypatch)
-    shapes = {t: tuple(d.value for d in workload.graph.shape(t)) for t in workload.graph.inputs}
-    candidate = known_best(name, shapes)
-
-    def proof(compiled: bool):
-        monkeypatch.setattr(egraph, "COMPILED_MATCHERS", compiled)
-        verdict = verify(workload.graph, candidate)
-        return verdict.verdict, [[(s.rule, str(s.before), str(s.after)) for s in steps]
-                                 for steps in verdict.steps]
-
-    plain = proof(False)
+    graph = get_workload(name).graph
+    assert saturated(graph, "COMPILED_MATCHERS", True, monkeypatch) == \
+        saturated(graph, "COMPILED_MATCHERS", False, monkeypatch)
+    plain = proof(name, "COMPILED_MATCHERS", False, monkeypatch)
     assert plain[0] == "equivalent" and plain[1] and plain[1][0]
-    assert proof(True) == plain
+    assert proof(name, "COMPILED_MATCHERS", True, monkeypatch) == plain
