@@ -8,8 +8,8 @@ interpreter (CPU) on fp16 inputs with every allocation poisoned with NaN (see co
   padded and masked, and tiles below 16, padded to tl.dot's 16);
 - every block op and accumulator, summed grid dims, 2-D and 3-D grids, imap and fmap on one dim,
   rank-3 tiles, and pre-defined kernel ops in the launcher, one small graph each;
-- snapshots of four generated modules: two fused kernels, a combine kernel, the pre-defined
-  ops in torch (`PRISM_UPDATE_SNAPSHOTS=1` rewrites them).
+- snapshots of five generated modules: two fused kernels, a kernel with a tail, a combine
+  kernel, the pre-defined ops in torch (`PRISM_UPDATE_SNAPSHOTS=1` rewrites them).
 
 Each bug these tests found (names reaching comments and docstrings, an unparenthesised nested
 offset, one tensor read by two block inputs, partial-sum buffers named outside the Namer, a tile
@@ -737,7 +737,20 @@ SNAPSHOT_CASES: dict[str, Callable[[], KernelGraph]] = {
     # every pre-defined op in torch, rms_norm through the launcher's `_rms_norm`
     "rmsnorm_matmul_unfused": lambda: get_workload("rmsnorm_matmul").with_shapes(
         **_llm(8, 64, 48, "W")).graph,
+    # split-key attention in one launch: the parts' kernel and its tail in one function
+    "split_key_one_launch": lambda: _split_key_one_launch(),
 }
+
+
+def _split_key_one_launch() -> KernelGraph:
+    from prism.search.split import one_launch, split_loop
+    from tests.search.test_split_loop import _one_kernel
+    two, _ = split_loop(_one_kernel({"Q": (2, 4, 16), "K": (2, 16, 64), "V": (2, 64, 16)}))
+    assert two is not None
+    one, why = one_launch(two)
+    assert one is not None, why
+    from prism.ir.spec import substitute_graph
+    return substitute_graph(one, {"b": 2, "r": 2, "s": 4, "F": 1})
 
 
 @pytest.mark.parametrize("snap", sorted(SNAPSHOT_CASES))
