@@ -138,8 +138,8 @@ def test_08_programs_as_people_write_them_trace_to_what_torch_computes(run):
 
 @pytest.mark.slow
 def test_08_attention_over_many_keys_splits_in_two_and_only_the_safe_form_survives_fp16(run):
-    """Section 9: each form's best program has two kernels (the launches its generated code
-    makes), computes attention (the float64 interpreter against torch) and beats the best single
+    """Section 9: each form's best program has two kernels in one launch (the launches its
+    generated code makes: the second kernel runs as the first one's tail), computes attention (the float64 interpreter against torch) and beats the best single
     kernel (both re-costed over the instantiator's members); the plain form's kernel overflows in
     fp16 on the check's inputs and the safe form's does not (each run as a Triton kernel against
     torch in float64); the breakdown's blocks are the kernels' grids; the largest score and
@@ -154,7 +154,7 @@ def test_08_attention_over_many_keys_splits_in_two_and_only_the_safe_form_surviv
     for name, (kernels, us, sizes), one_us in zip(("plain_decode", "safe_decode"), best, one,
                                                   strict=True):
         o = oracle[name]
-        assert int(kernels) == o["launches"] == 2
+        assert int(kernels) == 2 and o["launches"] == 1
         assert (sizes == "symbolic") == o["symbolic"]
         assert o["interpreter_err"] < 1e-9                  # the program is attention
         assert float(us) == pytest.approx(o["best_us"], abs=5e-3) and o["fits"]
@@ -172,7 +172,7 @@ def test_08_attention_over_many_keys_splits_in_two_and_only_the_safe_form_surviv
     winner = re.search(r"^  winner: \S+, (\d+) kernels; check: passed in the triton interpreter "
                        r"on the winning kernel itself: max relative error ([0-9.e+-]+) against "
                        r"torch", text, re.M)
-    assert winner and int(winner[1]) == oracle["safe_decode"]["winner_launches"] == 2
+    assert winner and int(winner[1]) == 2 and oracle["safe_decode"]["winner_launches"] == 1
     assert oracle["safe_decode"]["fp16_finite"] and oracle["safe_decode"]["fp16_err"] < 2e-2
     assert float(winner[2]) == pytest.approx(oracle["safe_decode"]["fp16_err"], rel=0.05)
     # the breakdown: blocks per kernel, the share of SMs, and why the split wins
