@@ -53,7 +53,7 @@ from prism.cost import DeviceSpec, default_device, eager_us, get_device, rooflin
 from prism.errors import ArgumentTypeError, PrismError
 from prism.frontend.workload import Workload
 from prism.ir.graph import KernelGraph
-from prism.ir.spec import TAIL
+from prism.ir.spec import is_tail
 from prism.search import SearchConfig, SearchResult, search
 from prism.search.executors import Executor
 from prism.trace import TRACE_FILE, Event, FamilyGenerated, FamilyPruned, JsonlWriter, Tracer
@@ -227,7 +227,7 @@ class BestKernel:
     @property
     def num_tails(self) -> int:
         """Kernels that run as the tail of the one before, in its launch (`launch="tail"`)."""
-        return sum(op.attr.get("launch") == TAIL for op in self.graph.ops)
+        return sum(map(is_tail, self.graph.ops))
 
     @property
     def kernels_text(self) -> str:

@@ -65,9 +65,10 @@ one launch too), not the generated launcher.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from prism.cost.devices import DeviceSpec
 from prism.errors import PrismError, ShapeError
@@ -75,7 +76,7 @@ from prism.ir.dims import dim, evaluate, shape_str
 from prism.ir.dtypes import DEFAULT_DTYPE
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op, Shape
 from prism.ir.ops import OPS, infer_shape, op_def, with_defaults
-from prism.ir.spec import TAIL
+from prism.ir.spec import is_tail
 
 BYTES_PER_ELEMENT = DEFAULT_DTYPE.bytes   # fp16's; a run counts `DeviceSpec.dtype_bytes`
 FP32_BYTES = 4          # a partial tile's and a row norm's elements
@@ -272,7 +273,6 @@ def modeled(graph: KernelGraph, device: DeviceSpec) -> ModeledCost:
     kernels = tuple(k for op in _kernels(graph)
                     for k in (_custom_costs(sizes, op, device) if op.kind == "customized"
                               else _predefined_costs(sizes, op, device)))
-    kernels = _as_tails(kernels, graph, device)
     return ModeledCost(device.name, sum(k.latency_us for k in kernels),
                        roofline_us(graph, device), kernels)
 
@@ -290,23 +290,9 @@ def eager_us(graph: KernelGraph, device: DeviceSpec) -> float:
                                         _full_kernel_flops(sizes, op), device)]))
 
 
-def _as_tails(kernels: tuple[KernelCost, ...], graph: KernelGraph,
-              device: DeviceSpec) -> tuple[KernelCost, ...]:
-    """Each tail's launch (the entry named by its first output, kind "customized") made a tail
-    entry: no launch overhead, one sync instead (the module doc)."""
-    tails = {_kernel_name(op) for op in _kernels(graph) if _is_tail(op)}
-    return tuple(replace(k, kind="tail", latency_us=max(k.memory_us, k.compute_us)
-                         + device.sync_us) if k.kind == "customized" and k.name in tails else k
-                 for k in kernels)
-
-
-def _is_tail(op: Op) -> bool:
-    return op.attr.get("launch") == TAIL
-
-
 def _launch_us(op: Op, device: DeviceSpec) -> float:
     """The launch overhead a kernel op pays: none for a tail (it runs in its head's launch)."""
-    return 0.0 if _is_tail(op) else device.launch_us
+    return 0.0 if is_tail(op) else device.launch_us
 
 
 def _predefined_costs(sizes: _Sizes, op: Op, device: DeviceSpec) -> list[KernelCost]:
@@ -366,7 +352,9 @@ def _custom_costs(sizes: _Sizes, op: Op, device: DeviceSpec) -> list[KernelCost]
     for nbytes in partial.values():
         hbm, l2 = (hbm, l2 + nbytes) if nbytes <= device.l2_bytes else (hbm + nbytes, l2)
     flops = _block_flops(block, tiles, blocks, loop)
-    kernel = _blocks_cost(_kernel_name(op), op.kind, blocks, hbm, l2, flops, device)
+    # a tail pays no launch of its own, one sync instead (the module doc)
+    kind, overhead = ("tail", device.sync_us) if is_tail(op) else (op.kind, device.launch_us)
+    kernel = _blocks_cost(_kernel_name(op), kind, blocks, hbm, l2, flops, device, overhead)
     return [kernel] + [_combine_cost(sizes, dst, nbytes, device)
                        for dst, nbytes in partial.items()]
 
@@ -375,17 +363,12 @@ def _handed(graph: KernelGraph, op: Op) -> set[str]:
     """The tensors a kernel and its tail hand over within their one launch (written by the head,
     read by the tail and by nothing else, no graph output): what a tail reads back is charged
     as a combine's partial tiles are, to and from L2 when it fits there."""
-    ops = list(graph.ops)
-    i = ops.index(op)
-    if _is_tail(op):
-        head, tail = ops[i - 1], op
-    elif i + 1 < len(ops) and _is_tail(ops[i + 1]):
-        head, tail = op, ops[i + 1]
-    else:
-        return set()
-    outputs = set(graph.outputs)
-    return {t for t in head.outputs if t not in outputs
-            and all(c is tail for c in graph.consumers.get(t, []))}
+    for head, tail in itertools.pairwise(graph.ops):
+        if is_tail(tail) and (op is head or op is tail):
+            outputs = set(graph.outputs)
+            return {t for t in head.outputs if t not in outputs
+                    and all(c is tail for c in graph.consumers.get(t, []))}
+    return set()
 
 
 def _combine_cost(sizes: _Sizes, output: str, partial: int, device: DeviceSpec) -> KernelCost:
@@ -400,16 +383,18 @@ def _combine_cost(sizes: _Sizes, output: str, partial: int, device: DeviceSpec) 
 
 
 def _blocks_cost(name: str, kind: str, blocks: int, hbm: int, l2: int, flops: int,
-                 device: DeviceSpec) -> KernelCost:
+                 device: DeviceSpec, overhead: float | None = None) -> KernelCost:
     """A launch of `blocks` blocks moving `hbm` and `l2` bytes and computing `flops`: memory and
-    compute time over the SMs the blocks keep busy (the module doc's idle-SM rule)."""
+    compute time over the SMs the blocks keep busy (the module doc's idle-SM rule), plus
+    `overhead` (the device's launch overhead unless said: a tail's is its sync)."""
     busy = min(1.0, blocks / device.sm_count)
     balance = blocks / (device.sm_count * math.ceil(blocks / device.sm_count))
     memory = (_memory_us(hbm, device.mem_bw_gbps) + _memory_us(l2, device.l2_bw_gbps)) / busy
     compute = _compute_us(flops, device) / balance
     waves = math.ceil(blocks / (device.sm_count * device.max_blocks_per_sm))
+    overhead = device.launch_us if overhead is None else overhead
     return KernelCost(name, kind, blocks, waves, hbm, l2, flops, memory, compute,
-                      max(memory, compute) + device.launch_us)
+                      max(memory, compute) + overhead)
 
 
 def _walks(fmap: Map) -> bool:

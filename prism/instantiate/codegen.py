@@ -74,7 +74,7 @@ from prism.ir.dims import evaluate
 from prism.ir.dtypes import DEFAULT_DTYPE, DType, get_dtype
 from prism.ir.graph import MASKED, BlockGraph, KernelGraph, Map, Op
 from prism.ir.ops import OPS, RESCALED, with_defaults
-from prism.ir.spec import TAIL, check, substitute_graph
+from prism.ir.spec import check, is_tail, substitute_graph
 
 NUM_WARPS = 4          # Prism's and Mirage's 128-thread block: the default of the tuner's knob
 MIN_DOT = 16           # tl.dot's smallest dim; tiles are padded to at least this
@@ -326,12 +326,11 @@ class _Module:
         launch: list[str] = []
         ops = list(g.ops)
         for i, op in enumerate(ops):
-            if op.kind in ("input", "output") or op.attr.get("launch") == TAIL:
+            if op.kind in ("input", "output") or is_tail(op):
                 continue      # a tail is emitted with its head, in its launch
             if op.kind == "customized":
                 assert op.block is not None
-                tail = ops[i + 1] if i + 1 < len(ops) and \
-                    ops[i + 1].attr.get("launch") == TAIL else None
+                tail = ops[i + 1] if i + 1 < len(ops) and is_tail(ops[i + 1]) else None
                 ks, sums, body, lines = self._custom(op, op.block, len(kernels), tail)
                 kernels.append(ks)
                 combines += sums
@@ -344,7 +343,7 @@ class _Module:
         user = g.user_input_shapes()
         sig = ", ".join(f"{p} {list(shape)}" for p, shape in zip(params, user, strict=True))
         label = _label(self.name)
-        tails = sum(op.attr.get("launch") == TAIL for op in g.ops)
+        tails = sum(map(is_tail, g.ops))
         counts = [(len(kernels), "custom kernel"), (tails, "tail kernel"),
                   (len(combines), "combine kernel"),
                   (g.num_kernels - len(kernels) - tails, "pre-defined op")]

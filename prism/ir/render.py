@@ -16,6 +16,7 @@ from pathlib import Path
 from prism.errors import PrismError
 from prism.ir.graph import BlockGraph, KernelGraph, Map, Op, Shape
 from prism.ir.ops import OPS
+from prism.ir.spec import is_tail
 
 _FONT = 'fontname="Helvetica"'
 _COLORS = {"input": "#dbeafe", "output": "#dcfce7", "customized": "#fef3c7", "accum": "#fde2e4"}
@@ -65,7 +66,7 @@ def _block_cluster(prefix: str, index: int, op: Op, bg: BlockGraph, kshapes: dic
     grid = " × ".join(str(g) for g in bg.grid)
     label = (f"custom kernel {index}: grid ({grid}), forloop range {bg.forloop_range}, "
              f"block {bg.block_threads} threads")
-    if op.attr.get("launch") == "tail":
+    if is_tail(op):
         label += (f"; the tail of custom kernel {index - 1}, in its launch: the last block of "
                   "each group to finish runs it")
     out.append(f"  subgraph cluster_{prefix} {{")

@@ -47,6 +47,11 @@ from prism.ir.ops import OPS, infer_shape
 TAIL = "tail"   # `launch="tail"`: a custom kernel that runs in the launch of the one before it
 
 
+def is_tail(op: Op) -> bool:
+    """Whether `op` runs as the tail of the kernel before it, in that kernel's launch."""
+    return op.attr.get("launch") == TAIL
+
+
 def check(graph: KernelGraph, assignment: Mapping[str, int] | None = None) -> None:
     """Raise `SpecError` listing every problem, or return None if `graph` is well-formed."""
     found = problems(graph, assignment)
