@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from prism.errors import NotEquivalentError, RuleError
 from prism.expr.explain import CONGRUENCE, Justification, Node, ProofForest, RuleEdge
@@ -41,7 +41,10 @@ from prism.expr.terms import Term
 # A compiled pattern: a variable name, or ((head, arity), compiled arguments).
 _Compiled = str | tuple[tuple[str, int], tuple[Any, ...]]
 _Subst = dict[str, int]
-_Match = tuple[Rule, str, int, _Subst]  # rule, direction, matched class, variables ↦ classes
+# the matches of one rule's direction at one class: (rule, direction, class, variables, found),
+# each of `found` the classes of `variables` in one match; `variables` None: `found` holds
+# the substitutions themselves (the recursive matcher's, the oracle)
+_Matches = tuple[Rule, str, int, tuple[str, ...] | None, list[Any]]
 _REVERSE = {FORWARD: BACKWARD, BACKWARD: FORWARD}
 # Match only where something changed after a run's first pass (`EGraph.run`); False matches
 # every class every pass, the plain algorithm the tests hold the semi-naive one to.
@@ -324,11 +327,11 @@ class EGraph:
     def _search(self, rules: list[Rule], compiled: dict[tuple[str, str], _Compiled],
                 deadline: float, only: set[int] | None = None,
                 matchers: dict[tuple[str, str], _Matcher] | None = None
-                ) -> tuple[list[_Match], str | None]:
+                ) -> tuple[list[_Matches], str | None]:
         """Every match of every rule, class by class in index order (`only`: in those
         classes alone). A pattern with an op at its root is matched by its `_matcher` (the
-        same matches in the same order as `_match`, without a dict per partial match)."""
-        matches: list[_Match] = []
+        same matches in the same order as `_match`, as tuples instead of dicts)."""
+        matches: list[_Matches] = []
         classes = self._classes
         for rule in rules:
             for direction in rule.directions():
@@ -341,12 +344,14 @@ class EGraph:
                 if fast is not None:
                     names, match = fast
                     for root in roots:
-                        matches.extend((rule, direction, root, dict(zip(names, found, strict=True)))
-                                       for found in match(classes, root))
-                    continue
-                for root in roots:
-                    matches.extend((rule, direction, root, s)
-                                   for s in self._match(pattern, root, {}))
+                        found = match(classes, root)
+                        if found:
+                            matches.append((rule, direction, root, names, found))
+                else:
+                    for root in roots:
+                        substs = self._match(pattern, root, {})
+                        if substs:
+                            matches.append((rule, direction, root, None, substs))
                 if time.perf_counter() >= deadline:
                     return matches, "time_limit"
         return matches, None
@@ -369,24 +374,39 @@ class EGraph:
             found.extend(partial)
         return found
 
-    def _apply(self, matches: list[_Match],
+    def _apply(self, matches: list[_Matches],
                compiled: dict[tuple[str, str], _Compiled], applied: dict[str, int],
                node_limit: int, deadline: float) -> str | None:
-        for count, (rule, direction, root, subst) in enumerate(matches):
-            if len(self._memo) > node_limit:
-                return "node_limit"
-            if count % 256 == 255 and time.perf_counter() >= deadline:
-                return "time_limit"
+        """Apply each match in order: skip it where its other side is already in the matched
+        class (a `_lookup` of the tuple, else `_lookup_instance` of the dict), else union the
+        two sides' instances on the witnesses. A dict is made only for a match applied."""
+        count = 0
+        uf, memo, find = self._uf, self._memo, self.find
+        for rule, direction, root, names, found in matches:
             built = compiled[(rule.name, _REVERSE[direction])]
-            if self._lookup_instance(built, subst) == self.find(root):
-                continue  # already equal: a new edge would prove nothing new
-            witness = {var: self._witness(c) for var, c in subst.items()}
-            if rule.condition is not None and not rule.condition(_WitnessFacts(self, witness)):
-                continue
-            a = self._instantiate(compiled[(rule.name, direction)], witness)
-            b = self._instantiate(built, witness)
-            if self._union(a, b, RuleEdge(rule.name, direction, tuple(witness.items()))):
-                applied[rule.name] += 1
+            lookup = None if names is None else _lookup(built, names)
+            for one in found:
+                if len(memo) > node_limit:
+                    return "node_limit"
+                if count % 256 == 255 and time.perf_counter() >= deadline:
+                    return "time_limit"
+                count += 1
+                if lookup is not None:
+                    if lookup(one, uf, memo, find) == find(root):
+                        continue  # already equal: a new edge would prove nothing new
+                    subst = dict(zip(names, one, strict=True))  # type: ignore[arg-type]
+                else:
+                    subst = one
+                    if self._lookup_instance(built, subst) == find(root):
+                        continue
+                witness = {var: self._witness(c) for var, c in subst.items()}
+                if rule.condition is not None and \
+                        not rule.condition(_WitnessFacts(self, witness)):
+                    continue
+                a = self._instantiate(compiled[(rule.name, direction)], witness)
+                b = self._instantiate(built, witness)
+                if self._union(a, b, RuleEdge(rule.name, direction, tuple(witness.items()))):
+                    applied[rule.name] += 1
         return None
 
     def _witness(self, root: int) -> int:
@@ -669,6 +689,53 @@ def _matcher(pattern: _Compiled) -> _Matcher:
     scope: dict[str, Any] = {f"op{i}": op for i, op in enumerate(ops)}
     exec("\n".join(lines), scope)   # our own loops: no user text reaches them
     return tuple(names), scope["match"]
+
+
+_Lookup = Callable[[tuple[int, ...], list[int], dict[Node, int], Callable[[int], int]],
+                   int | None]
+
+
+@functools.lru_cache(maxsize=4096)
+def _lookup(pattern: _Compiled, names: tuple[str, ...]) -> _Lookup:
+    """`EGraph._lookup_instance` of `pattern` as straight-line code over a match tuple (the
+    classes of `names`, in order): a function of (found, union-find, memo, find) giving the
+    class of the pattern's instance, or None where it is not represented. For
+
+        add(a, add(b, c))   with names (a, b, c)
+
+    it is
+
+        x0 = found[0]; if uf[x0] != x0: x0 = find(x0)
+        x1 = found[1]; ...; x2 = found[2]; ...
+        x3 = memo.get((op0, (x1, x2))); if x3 is None: return None
+        if uf[x3] != x3: x3 = find(x3)
+        x4 = memo.get((op1, (x0, x3))); ...; return x4"""
+    lines = ["def lookup(found, uf, memo, find):"]
+    heads: list[str] = []
+    count = 0
+
+    def emit(p: _Compiled) -> str:
+        nonlocal count
+        if isinstance(p, str):
+            var = f"x{count}"
+            count += 1
+            lines.append(f"    {var} = found[{names.index(p)}]")
+        else:
+            (head, _), args = p
+            children = [emit(a) for a in args]
+            heads.append(head)
+            var = f"x{count}"
+            count += 1
+            lines.append(f"    {var} = memo.get((head{len(heads) - 1}, "
+                         f"({''.join(c + ', ' for c in children)})))")
+            lines.append(f"    if {var} is None: return None")
+        lines.append(f"    if uf[{var}] != {var}: {var} = find({var})")
+        return var
+
+    lines.append(f"    return {emit(pattern)}")
+    scope: dict[str, Any] = {f"head{i}": head for i, head in enumerate(heads)}
+    exec("\n".join(lines), scope)   # our own code: no user text reaches it
+    return cast(_Lookup, scope["lookup"])
 
 
 def _depth(pattern: _Compiled) -> int:

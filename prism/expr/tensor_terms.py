@@ -29,6 +29,7 @@ and the oracle of every axiom's randomized soundness check.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -145,8 +146,12 @@ def _tensor(info: Info) -> TensorInfo:
     return info
 
 
+@functools.lru_cache(maxsize=1 << 17)
 def make_info(head: str, kids: tuple[Info, ...]) -> Info:
-    """The info of a compound term from its children's: None when it is not well-shaped."""
+    """The info of a compound term from its children's: None when it is not well-shaped.
+    Remembered: a function of its arguments alone (their `Dim`s compare by normal form), and
+    an e-graph asks it for the same ones again and again (a rule's condition builds both
+    sides' infos, then the union adds the same nodes)."""
     try:
         return _make(head, kids)
     except (PrismError, ValueError):

@@ -316,13 +316,20 @@ def const(n: int) -> Dim:
 def var(name: str) -> Dim:
     """A positive integer variable: a grid size, a loop range, a data dim."""
     _check_name(name)
-    return _atom(Atom(name=name))
+    return _variable(name, False)
 
 
 def bit(name: str) -> Dim:
     """A 0/1 map variable m[T,d,p]."""
     _check_name(name)
-    return _atom(Atom(name=name, is_bit=True))
+    return _variable(name, True)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _variable(name: str, is_bit: bool) -> Dim:
+    """The Dim of one variable, made once (a Dim never changes): the search opens every
+    custom kernel with the same symbolic sizes and maps."""
+    return _atom(Atom(name=name, is_bit=is_bit))
 
 
 def _check_name(name: str) -> None:

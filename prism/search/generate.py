@@ -63,6 +63,7 @@ from prism.search.pruning import (
     abstract_miss,
     cannot_close,
     cannot_close_counts,
+    egraph_claim,
     out_of_reach,
     reach_miss,
 )
@@ -297,17 +298,26 @@ class Generator:
         the block graph holds: here the parent's, `held`, one op short, so `out_of_reach`'s
         sibling bounds take a slack of 1 and the built family is decided again in full): emit
         it generated and pruned exactly as `visit` would, and say True. Most families end so,
-        and building their states was most of the search's time. ShapeError when the op does
-        not fit (no family, as `extend`). Off when graphs are recorded or those rules audited."""
-        shape, term = block.probe(kind, operands, accumulator, attrs)
+        and building their states was most of the search's time. True also when the op does
+        not fit (no family: `extend` would raise ShapeError). Off when graphs are recorded or
+        those rules audited. A family no one sees is counted by its rule and claim alone: the
+        words of its reason are not written."""
+        found = block.try_probe(kind, operands, accumulator, attrs)
+        if isinstance(found, str):
+            return True                 # it does not fit: no family (as `extend` would say)
         if not self.quick:
             return False
-        pruned = None
+        shape, term = found
+        pruned: Pruned | None = None
         if "cannot_close" not in self.cfg.disabled:
             pruned = cannot_close_counts(self.ctx, block.compute_ops + 1,
                                          block.pending_after(operands))
         name = block.name_of(kind)
-        if pruned is None and "abstract_expression" not in self.cfg.disabled:
+        if pruned is None and "abstract_expression" not in self.cfg.disabled and \
+                self.ctx.target.lookup(term) is None:
+            if self._quiet(parent):
+                return self._count_quietly(Pruned("abstract_expression", "", {
+                    "claim": egraph_claim(self.ctx)}), parent)
             pruned = abstract_miss(self.ctx, name, term)
         if pruned is None and "out_of_reach" not in self.cfg.disabled:
             pruned = reach_miss(self.ctx, kernel, block.compute_ops + 1, [
@@ -315,13 +325,10 @@ class Generator:
                   if i not in operands), (name, term)], held, 1)
         if pruned is None:
             return False
+        if self._quiet(parent):
+            return self._count_quietly(pruned, parent)
         if self.cb.should_stop():
             raise Stop
-        if self.cb.quiet is not None and self.cb.counted is not None and self.cb.quiet() \
-                and parent not in self.marked:
-            self.count += 1                 # its id, unbuilt: the next family's stays the same
-            self.cb.counted(pruned, parent)
-            return True
         args = ", ".join(block.tensors[i].name for i in operands)
         fam = Family(self.new_id(), parent, "block", kind,
                      f"block op {name} = {kind}({args}{_shown(attrs)})", kernel, None,
@@ -331,6 +338,21 @@ class Generator:
         if parent in self.marked:       # an audit counts it among those explored under a prune
             self.marked[fam.id] = self.marked[parent]
         self.cb.pruned(fam, pruned)
+        return True
+
+    def _quiet(self, parent: str) -> bool:
+        """Whether a family pruned under `parent` is only counted: no one keeps or hears its
+        events, and no audit explores under a prune above it."""
+        return self.cb.quiet is not None and self.cb.counted is not None and \
+            self.cb.quiet() and parent not in self.marked
+
+    def _count_quietly(self, pruned: Pruned, parent: str) -> bool:
+        """Count a pruned family without building it (`_quiet`); True, as `_prejudge`."""
+        if self.cb.should_stop():
+            raise Stop
+        assert self.cb.counted is not None
+        self.count += 1                 # its id, unbuilt: the next family's stays the same
+        self.cb.counted(pruned, parent)
         return True
 
     def _block_extensions(self, block: BlockState) -> Iterator[tuple[object, ...]]:

@@ -213,10 +213,10 @@ def dead_end_output(ctx: Context, fam: Family) -> Pruned | None:
         return None
     return Pruned("dead_end_output", f"no kernel can follow (caps) and {fam.new.name} = "
                   f"{fam.new.term} is not a target output{_limit_note(ctx)}",
-                  {**ctx.target.evidence(fam.new.term), "claim": _egraph_claim(ctx)})
+                  {**ctx.target.evidence(fam.new.term), "claim": egraph_claim(ctx)})
 
 
-def _egraph_claim(ctx: Context) -> str:
+def egraph_claim(ctx: Context) -> str:
     """`no_equivalent` when the target's e-graph saturated (a miss is then a proof relative to
     the axioms); `unproven` when it stopped at a limit (it may not have reached the term)."""
     return "no_equivalent" if ctx.target.saturated else "unproven"
@@ -242,7 +242,7 @@ def abstract_miss(ctx: Context, name: str, term: Term) -> Pruned | None:
     return Pruned("abstract_expression",
                   f"{name} = {term} is not a subexpression of the target under "
                   f"the axioms{_limit_note(ctx)}",
-                  {**ctx.target.evidence(term), "claim": _egraph_claim(ctx)})
+                  {**ctx.target.evidence(term), "claim": egraph_claim(ctx)})
 
 
 def out_of_reach(ctx: Context, fam: Family) -> Pruned | None:
@@ -318,7 +318,7 @@ def _distance_miss(ctx: Context, compute_ops: int, pending: list[tuple[str, Term
                    "distance": None if far == BELOW_NONE else far, "remaining": remaining,
                    "cap": ctx.config.max_block_ops,
                    "ops": _ops_tried(ctx),
-                   "claim": _egraph_claim(ctx)})
+                   "claim": egraph_claim(ctx)})
 
 
 def _sibling_miss(ctx: Context, compute_ops: int, pending: list[tuple[str, Term]],
@@ -352,7 +352,7 @@ def _sibling_miss(ctx: Context, compute_ops: int, pending: list[tuple[str, Term]
 def _sibling_evidence(ctx: Context, remaining: int) -> dict[str, Any]:
     return {"remaining": remaining, "cap": ctx.config.max_block_ops, "siblings": True,
             "ranks": list(ctx.target.ranks), "ops": _ops_tried(ctx),
-            "claim": _egraph_claim(ctx)}
+            "claim": egraph_claim(ctx)}
 
 
 def _ops_tried(ctx: Context) -> list[list[Any]]:
@@ -382,7 +382,7 @@ def _together(ctx: Context, pending: list[tuple[str, Term]], spread: list[int],
                    "needed": needed, "arity": ctx.arity, "remaining": remaining,
                    "cap": ctx.config.max_block_ops,
                    "ops": _ops_tried(ctx),
-                   "claim": _egraph_claim(ctx)})
+                   "claim": egraph_claim(ctx)})
 
 
 def max_arity(kinds: Iterable[str]) -> int:

@@ -143,27 +143,38 @@ class BlockState:
               attrs: Mapping[str, Any]) -> tuple[Shape, Term]:
         """The shape and abstract expression `extend` would give the new tensor, without
         building the state: ShapeError exactly when `extend` raises it."""
-        shapes = [self.tensors[i].shape for i in operands]
-        shape = _infer_shape(kind, shapes, dict(attrs))
-        looped, epilogue = self._loop_reads([self.tensors[i] for i in operands], accumulator)
+        found = self.try_probe(kind, operands, accumulator, attrs)
+        if isinstance(found, str):
+            raise ShapeError(found)
+        return found
+
+    def try_probe(self, kind: str, operands: tuple[int, ...], accumulator: bool,
+                  attrs: Mapping[str, Any]) -> tuple[Shape, Term] | str:
+        """`probe`, with why the op does not fit returned instead of raised (the search asks
+        this of every child it tries, and about half do not fit)."""
+        tensors = self.tensors
+        args = [tensors[i] for i in operands]
+        frozen = tuple(sorted(attrs.items())) if attrs else ()
+        shape = _shape_of(kind, tuple([t.shape for t in args]), frozen)
+        if isinstance(shape, ShapeError):
+            return str(shape)
+        looped, epilogue = self._loop_reads(args, accumulator)
         if looped & epilogue:
             # A tile both accumulated and read as it is after the loop: either the loop walks
             # it (no program) or walks nothing (the program without a loop, reached without
             # the epilogue reading it), so the family is not built.
-            raise ShapeError(f"{self.name_of(kind)}: a tile read after the loop is also "
-                             "accumulated")
+            return f"{self.name_of(kind)}: a tile read after the loop is also accumulated"
         fmaps = self.choice.fmaps if self.choice is not None else None
         if fmaps is not None and epilogue - self.epilogue and any(
                 fmaps[i] >= 0 for i in epilogue - self.epilogue):
             # a concrete fmap: what the symbolic search states as an equality (the loop must
             # not walk a tile read after the loop, `extend`) is decided here
-            raise ShapeError(f"{self.name_of(kind)}: reads after the loop a tile the loop walks")
-        if self.tensors[operands[0]].split:
+            return f"{self.name_of(kind)}: reads after the loop a tile the loop walks"
+        if args[0].split:
             # Summing a split's partial sums: at the trivial instantiation (one block, so one
             # partial sum) the sum is the one partial sum, whatever the maps.
-            return shape, self.tensors[operands[0]].term
-        return shape, _op_term(kind, tuple(self.tensors[i].term for i in operands),
-                               len(shapes[0]), tuple(sorted(attrs.items())))
+            return shape, args[0].term
+        return shape, _op_term(kind, tuple([t.term for t in args]), len(args[0].shape), frozen)
 
     def _loop_reads(self, args: list[Tensor], accumulator: bool
                     ) -> tuple[frozenset[int], frozenset[int]]:
@@ -210,8 +221,11 @@ class BlockState:
         shapes = [s.shape for s in sources]
         index_of = {t.name: i for i, t in enumerate(self.tensors)}
         for op in self.ops[len(sources):]:
-            shapes.append(_infer_shape(op.kind, [shapes[index_of[t]] for t in op.inputs],
-                                       dict(op.attr)))
+            shape = _shape_of(op.kind, tuple([shapes[index_of[t]] for t in op.inputs]),
+                              tuple(sorted(op.attr.items())))
+            if isinstance(shape, ShapeError):
+                raise ShapeError(str(shape))
+            shapes.append(shape)
         return shapes[index]
 
     def block_graph(self, outputs: tuple[int, ...] = (), omap: Map | None = None) -> BlockGraph:
@@ -249,19 +263,18 @@ def _op_term(kind: str, args: tuple[Term, ...], rank: int,
 _SHAPES: dict[tuple[object, ...], Shape | ShapeError] = {}
 
 
-def _infer_shape(kind: str, shapes: list[Shape], attrs: dict[str, Any]) -> Shape:
-    """`infer_shape`, remembered: the search asks the same question at many nodes (the same
-    op on tiles of the same shapes), and a shape of Dims is a value."""
-    key = (kind, tuple(shapes), tuple(sorted(attrs.items())))
+def _shape_of(kind: str, shapes: tuple[Shape, ...], attrs: tuple[tuple[str, Any], ...]
+              ) -> Shape | ShapeError:
+    """`infer_shape`, remembered, with its error returned: the search asks the same question
+    at many nodes (the same op on tiles of the same shapes), and a shape of Dims is a value."""
+    key = (kind, shapes, attrs)
     found = _SHAPES.get(key)
     if found is None:
         try:
-            found = infer_shape(kind, shapes, attrs)
+            found = infer_shape(kind, list(shapes), dict(attrs))
         except ShapeError as e:
             found = e
         _SHAPES[key] = found
-    if isinstance(found, ShapeError):
-        raise ShapeError(str(found))
     return found
 
 

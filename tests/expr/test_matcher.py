@@ -1,7 +1,8 @@
 """Compiled matchers (`prism.expr.egraph._matcher`, `COMPILED_MATCHERS`): a pattern with an op at
 its root matched by generated nested loops. The oracle is `EGraph._match`, the recursive matcher:
 every match, in its order, with its variables in its order, at every class of every workload's
-saturated target; and the same saturation and proofs, step for step, either way."""
+saturated target, with the other side's lookup over its tuple (`_lookup`) `_lookup_instance`'s
+over its dict; and the same saturation and proofs, step for step, either way."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tests.expr.flagged import proof, saturated
 def test_every_match_is_the_recursive_matchers_in_its_order(name):
     target = AbstractTarget(get_workload(name).graph)
     eg = target.egraph
-    checked = 0
+    checked = looked = 0
     for rule in rules():
         for direction in rule.directions():
             pattern = egraph._compile(rule.sides(direction)[0].term)
@@ -30,7 +31,14 @@ def test_every_match_is_the_recursive_matchers_in_its_order(name):
                 got = [dict(zip(names, found, strict=True)) for found in match(eg._classes, root)]
                 assert [list(s.items()) for s in got] == [list(s.items()) for s in want]
                 checked += len(want)
-    assert checked > 0
+                # the other side's lookup over the tuple is `_lookup_instance` over the dict
+                built = egraph._compile(rule.sides(egraph._REVERSE[direction])[0].term)
+                lookup = egraph._lookup(built, names)
+                for found, subst in zip(match(eg._classes, root), want, strict=True):
+                    assert lookup(found, eg._uf, eg._memo, eg.find) == \
+                        eg._lookup_instance(built, subst)
+                    looked += eg._lookup_instance(built, subst) is not None
+    assert checked > 0 and looked > 0
 
 
 @pytest.mark.parametrize("name", ["rmsnorm_matmul", "ntrans", "gqa"])

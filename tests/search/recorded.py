@@ -36,6 +36,11 @@ CASES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "lora-program-5ops": ("lora", "program", {"max_block_ops": 5}),
     "ntrans-program-5ops": ("ntrans", "program", {"max_block_ops": 5}),
     "rmsnorm_matmul-program": ("rmsnorm_matmul", "program", {}),
+    # recorded on 8e6359b (the search before issue 17) with this file's config_for as it had
+    # it: the three workloads the cases above leave out
+    "rmsnorm_mlp-prism-60k": ("rmsnorm_mlp", "prism", {"max_families": 60000}),
+    "qknorm_attention-program-6ops": ("qknorm_attention", "program", {"max_block_ops": 6}),
+    "gqa-program-6ops": ("gqa", "program", {"max_block_ops": 6}),
 }
 
 
