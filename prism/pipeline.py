@@ -56,7 +56,7 @@ from prism.ir.graph import KernelGraph
 from prism.ir.spec import is_tail
 from prism.search import SearchConfig, SearchResult, search
 from prism.search.executors import Executor
-from prism.trace import TRACE_FILE, Event, FamilyGenerated, FamilyPruned, JsonlWriter, Tracer
+from prism.trace import TRACE_FILE, Event, FamilySampler, JsonlWriter, Tracer
 from prism.tune import Config, ResultDB, Trial, TuningResult, make_backend, tune
 from prism.verify.equiv import Verdict
 
@@ -337,7 +337,7 @@ def superoptimize(target: Any, *, device: str | DeviceSpec = "h100", dtype: Any 
     _check_arguments(device=device, measure=measure, budget_s=budget_s, out=out,
                      search_config=search_config, checkpoint=checkpoint, max_trials=max_trials,
                      tracer=tracer, cancel=cancel, db=db, label=label, interrupt=interrupt)
-    tracer = tracer or Tracer(keep=False)   # the run keeps its own (`_Keeper`)
+    tracer = tracer or Tracer(keep=False)   # the run keeps its own (a `FamilySampler`)
     started = tracer.budget.now()
     graph, workload, name = _resolve(target)
     name = label or name
@@ -394,7 +394,7 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
             "checkpoint.json"
     seen_errors = len(tracer.listener_errors)
     events: list[Event] = []             # the run's own events, whatever the tracer keeps
-    keeper = _Keeper(events)
+    keeper = FamilySampler(events, MAX_TRACE_FAMILIES)
     listening = [tracer.subscribe(keeper)]
     writer = None
     if folder is not None:
@@ -482,10 +482,14 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
         result.interrupted = interrupt is not None and interrupt.is_set()
         result.trace = events           # the write stage's page reads it; later events append
         if keeper.dropped:
+            searches = [*(result.fusion.searches if result.fusion else []),
+                        *([result.search] if result.search else [])]
             result.notes.append(
                 f"result.trace holds the first {MAX_TRACE_FAMILIES:,} family events of "
-                f"{keeper.families:,} and one pruned example per rule after them (memory); the "
-                f"search's counts are whole, and {TRACE_FILE} (--out) holds every event")
+                f"{sum(s.generated for s in searches):,} families and one pruned example per "
+                "rule after them (memory; the families after them that no one kept were "
+                f"counted, not built); the search's counts are whole, and {TRACE_FILE} (--out) "
+                "holds every event")
         if folder is not None:
             if result.interrupted:
                 folder.mark("interrupted")
@@ -617,27 +621,6 @@ def _also_at(workload: Workload | None, also_at: Any, name: str
         seen.append(whole)
         out.append(shapes)
     return out
-
-
-class _Keeper:
-    """The run's events for `result.trace`: all of them, but past MAX_TRACE_FAMILIES family
-    events only the first of each kind the report reads (a pruned family per rule, a family
-    per search), so memory stays bounded whatever the search's size."""
-
-    def __init__(self, events: list[Event]):
-        self.events, self.families, self.dropped = events, 0, 0
-        self._seen: set[tuple[str, str, bool]] = set()
-
-    def __call__(self, event: Event) -> None:
-        if isinstance(event, FamilyGenerated | FamilyPruned):
-            self.families += 1
-            key = (event.type, event.rule if isinstance(event, FamilyPruned) else "",
-                   event.id.startswith("pf"))
-            if self.families > MAX_TRACE_FAMILIES and key in self._seen:
-                self.dropped += 1
-                return
-            self._seen.add(key)
-        self.events.append(event)
 
 
 def _resolve(target: Any) -> tuple[KernelGraph, Workload | None, str]:

@@ -287,6 +287,56 @@ def test_a_view_that_fails_is_reported_in_the_notes_not_only_kept_in_a_list(case
     assert any("the view fell over" in n and "broken" in n for n in result.notes)
 
 
+@pytest.mark.parametrize("where", ["local", "processes"])
+def test_a_sampled_trace_builds_only_the_families_it_keeps(cases, tmp_path, monkeypatch, where):
+    """With no trace file, the run's sampler (`FamilySampler`) tells the search beforehand
+    which pruned families it would drop, and those are counted, never built. Locally,
+    result.trace holds the very family events of a run that writes every event; on worker
+    processes each task keeps its share in full and one pruned example per rule (a note says
+    so). The search's counts and candidates are the same either way."""
+    import prism.pipeline as pipeline
+    import prism.search.driver as driver
+    from prism.search.executors import Executor
+    monkeypatch.setattr(pipeline, "MAX_TRACE_FAMILIES", 40)
+    counted = []                # families counted unbuilt under a tracer someone listens to
+    plain = driver._Run.counted
+
+    def counting(self, why, parent):
+        if self.tracer.wants_events:        # not a silent pass (the cuts' first pass)
+            counted.append(why.rule)
+        plain(self, why, parent)
+    monkeypatch.setattr(driver._Run, "counted", counting)
+    executor = Executor(where, 2 if where == "processes" else None)
+    written = run_small(cases, "rmsnorm_matmul", max_trials=1, compile_ptx=False,
+                        out=tmp_path / "run", executor=executor)
+    assert not counted          # a trace file wants every family: each one is built
+    sampled = run_small(cases, "rmsnorm_matmul", max_trials=1, compile_ptx=False,
+                        executor=executor)
+
+    def families(result):
+        return [(e.type, e.id, getattr(e, "rule", None)) for e in result.trace
+                if e.type in ("FamilyGenerated", "FamilyPruned")]
+
+    def found(result):
+        summary = result.search.summary()
+        summary.pop("seconds")
+        summary["notes"] = [n for n in summary.get("notes", []) if "each task's first" not in n]
+        return summary, [(c.id, c.verdict.verdict) for c in result.search.candidates]
+
+    assert found(sampled) == found(written)
+    rules = {rule for kind, _, rule in families(written) if kind == "FamilyPruned"}
+    kept = families(sampled)
+    assert {rule for kind, _, rule in kept if kind == "FamilyPruned"} == rules
+    if where == "local":
+        assert counted and kept == families(written)     # the same events, fewer built
+    else:
+        full = [(e.type, e.id, getattr(e, "rule", None))
+                for e in read_jsonl(tmp_path / "run" / "trace.jsonl.gz")
+                if e.type in ("FamilyGenerated", "FamilyPruned")]
+        assert kept == [e for e in full if e in set(kept)] and len(kept) < len(full)
+        assert any("each task's first 2 family events" in n for n in sampled.search.notes)
+
+
 def test_result_trace_is_bounded_and_the_report_is_still_whole(cases, tmp_path, monkeypatch):
     """Past MAX_TRACE_FAMILIES family events, result.trace keeps one pruned example per rule;
     the counts stay whole, the note says so, and the report made from it is the one made from
@@ -305,6 +355,8 @@ def test_result_trace_is_bounded_and_the_report_is_still_whole(cases, tmp_path, 
     assert {e.rule for e in kept if e.type == "FamilyPruned"} == rules
     assert [e for e in result.trace if e.type not in ("FamilyGenerated", "FamilyPruned")] == \
         [e for e in full if e.type not in ("FamilyGenerated", "FamilyPruned")]
-    assert any(f"first 40 family events of {len(families):,}" in n for n in result.notes)
+    generated = sum(s.generated for s in [*(result.fusion.searches if result.fusion else []),
+                                          result.search])
+    assert any(f"first 40 family events of {generated:,} families" in n for n in result.notes)
     assert page(result.trace) == page(full)
     assert (tmp_path / "run" / "report.html").read_text() == page(full)

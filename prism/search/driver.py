@@ -124,6 +124,9 @@ _ONE_LAUNCH = "; in one launch: the last block of each group to finish runs the 
 SPLIT_WHAT |= {f"{move}_tail": what + _ONE_LAUNCH for move, what in list(SPLIT_WHAT.items())
                if move != "stream_softmax"}
 SPLIT_GRACE = 0.1   # of the budget: the split move after a search its time budget stopped
+# a worker's task keeps 1/TASK_SHARE of the family events the run's trace keeps in full
+# (`FamilySampler`: when every listener samples), then one pruned example per rule
+TASK_SHARE = 16
 
 
 class UnsupportedTargetError(PrismError):
@@ -339,6 +342,7 @@ class TaskOutcome:
     provisional: bool                  # ids still to be numbered by the merge
     seconds: float
     worker: str = ""
+    events_dropped: int = 0            # a worker's family events its sampler did not keep
     # On a worker, for the merge to apply branch and bound as one depth-first search would
     # (with the walk's incumbent, not the worse one the task started from): every family in
     # order as [id, parent, rule, claim, n] (id None: counted only; n > 1 for a run of
@@ -417,7 +421,8 @@ class _Run:
         self.under: list[tuple[str, Candidate]] = []
         self.generator = Generator(self.ctx, config, Callbacks(
             self.generated, self.pruned, self.complete, self.should_stop, self.observed_prune,
-            self.cut if split else None, lambda: not self.tracer.wants_events, self.counted),
+            self.cut if split else None,
+            lambda rule, prefix: not self.tracer.wants_family(rule, prefix), self.counted),
             observe)
         self.generator.id_prefix = ids[0]
         self._rules = self.generator.rules
@@ -496,6 +501,11 @@ class _Run:
                 res.notes.append(text)
         for event in out.events or ():
             self.tracer.emit(event)
+        if out.events_dropped:
+            self.note(f"the workers sent each task's first "
+                      f"{max(1, (self.tracer.family_cap or 0) // TASK_SHARE):,} "
+                      "family events in full (a share of what this run's trace keeps) and one "
+                      "pruned example per rule after them; the counts are whole")
         for cand in out.candidates:       # the incumbent, as the walk would have found it
             if cand.modeled_us is not None and (self.ctx.incumbent_us is None
                                                 or cand.modeled_us < self.ctx.incumbent_us):
@@ -990,7 +1000,9 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
     # bound's, the family budget's) sees what a single depth-first search would have seen.
     first = _Run(target, label, config, Tracer(keep=False, budget=tracer.budget), cancel,
                  split="collect", ids=ids)
-    session = open_session(where, (target, label, config, tracer.wants_events),
+    cap = tracer.family_cap     # every listener samples: so do the workers, each task by
+    session = open_session(where, (target, label, config, tracer.wants_events,
+                                   None if cap is None else max(1, cap // TASK_SHARE)),
                            first.abstract, cancel)
     try:
         with tracer.stage("search") as summary:

@@ -43,7 +43,7 @@ from prism.ir.graph import KernelGraph
 from prism.search.abstract import AbstractTarget
 from prism.search.config import SearchConfig
 from prism.search.driver import Numbering, Task, TaskOutcome, _Flag, _Run
-from prism.trace import Tracer
+from prism.trace import FamilySampler, Tracer
 
 EXECUTORS = ("local", "processes", "ray")
 RETRIES = 3                 # times a task is queued again after its worker was lost
@@ -85,6 +85,7 @@ class Job:
     label: str
     config: SearchConfig
     want_events: bool
+    family_cap: int | None = None   # keep each task's events so (`FamilySampler`), not all
 
 
 def _worker_name() -> str:
@@ -122,11 +123,19 @@ def run_task(job: Job, task: Task, deadline_wall: float, limit: int | None,
              stop: _Flag | None) -> TaskOutcome:
     """A task in a worker: provisional ids, the deadline as wall-clock time."""
     run = _worker_run(job)
-    tracer = Tracer(keep=job.want_events)
+    sampler = None
+    if job.want_events and job.family_cap is not None:
+        tracer = Tracer(keep=False)
+        sampler = FamilySampler([], job.family_cap)
+        tracer.subscribe(sampler)
+    else:
+        tracer = Tracer(keep=job.want_events)
     deadline = tracer.budget.now() + (deadline_wall - time.time())
     out = run.run_task(task, tracer, Numbering(), deadline, limit, stop)
     out.worker = _worker_name()
-    out.events = tracer.events if job.want_events else None
+    out.events = sampler.events if sampler is not None else \
+        tracer.events if job.want_events else None
+    out.events_dropped = sampler.dropped if sampler is not None else 0
     return out
 
 
@@ -486,7 +495,8 @@ class RaySession(Session):
             pass
 
 
-def open_session(where: Executor, job_parts: tuple[KernelGraph, str, SearchConfig, bool],
+def open_session(where: Executor,
+                 job_parts: tuple[KernelGraph, str, SearchConfig, bool, int | None],
                  abstract: AbstractTarget, cancel: _Flag | None) -> Session:
     """The session of executor `where` for one search."""
     job = Job(uuid.uuid4().hex, *job_parts)

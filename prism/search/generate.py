@@ -83,8 +83,9 @@ class Callbacks:
     observed: Callable[[Family, Pruned], None] | None = None  # audit: would have pruned
     # an executor's cut: (kernel, block, kernel key, family id) of a subtree to run as a task
     split: Callable[[KernelState, BlockState, tuple[object, ...], str], None] | None = None
-    # when no one keeps or hears events: count a family generated and pruned, nothing built
-    quiet: Callable[[], bool] | None = None
+    # (rule, family id prefix) → no one keeps or hears a family pruned by the rule: count it
+    # generated and pruned, nothing built
+    quiet: Callable[[str, str], bool] | None = None
     counted: Callable[[Pruned, str | None], None] | None = None   # (why, parent)
 
 
@@ -315,7 +316,7 @@ class Generator:
         name = block.name_of(kind)
         if pruned is None and "abstract_expression" not in self.cfg.disabled and \
                 self.ctx.target.lookup(term) is None:
-            if self._quiet(parent):
+            if self._quiet(parent, "abstract_expression"):
                 return self._count_quietly(Pruned("abstract_expression", "", {
                     "claim": egraph_claim(self.ctx)}), parent)
             pruned = abstract_miss(self.ctx, name, term)
@@ -325,7 +326,7 @@ class Generator:
                   if i not in operands), (name, term)], held, 1)
         if pruned is None:
             return False
-        if self._quiet(parent):
+        if self._quiet(parent, pruned.rule):
             return self._count_quietly(pruned, parent)
         if self.cb.should_stop():
             raise Stop
@@ -340,11 +341,11 @@ class Generator:
         self.cb.pruned(fam, pruned)
         return True
 
-    def _quiet(self, parent: str) -> bool:
-        """Whether a family pruned under `parent` is only counted: no one keeps or hears its
-        events, and no audit explores under a prune above it."""
+    def _quiet(self, parent: str, rule: str) -> bool:
+        """Whether a family pruned by `rule` under `parent` is only counted: no one keeps or
+        hears its events, and no audit explores under a prune above it."""
         return self.cb.quiet is not None and self.cb.counted is not None and \
-            self.cb.quiet() and parent not in self.marked
+            parent not in self.marked and self.cb.quiet(rule, self.id_prefix)
 
     def _count_quietly(self, pruned: Pruned, parent: str) -> bool:
         """Count a pruned family without building it (`_quiet`); True, as `_prejudge`."""

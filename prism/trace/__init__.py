@@ -23,6 +23,7 @@ from prism.trace.events import (
 from prism.trace.tracer import (
     TRACE_FILE,
     BudgetClock,
+    FamilySampler,
     JsonlWriter,
     Listener,
     Tracer,
@@ -42,6 +43,7 @@ __all__ = [
     "Event",
     "FamilyGenerated",
     "FamilyPruned",
+    "FamilySampler",
     "Instantiated",
     "JsonlWriter",
     "Listener",

@@ -40,7 +40,15 @@ from types import TracebackType
 from typing import IO, Any, Protocol, TypeVar
 
 from prism.errors import ListenerError, PrismError, TraceFormatError, TraceWriteError
-from prism.trace.events import Event, StageFinished, StageStarted, event_from_json, event_to_json
+from prism.trace.events import (
+    Event,
+    FamilyGenerated,
+    FamilyPruned,
+    StageFinished,
+    StageStarted,
+    event_from_json,
+    event_to_json,
+)
 
 E = TypeVar("E", bound=Event)
 
@@ -96,6 +104,42 @@ class BudgetClock:
                 self._since = None
 
 
+class FamilySampler:
+    """A listener that keeps events in `events`: all of them, but past `cap` family events
+    (generated or pruned) only the first of each kind (a pruned family per rule, a family per
+    search, told by its id's prefix `pf` for the partial-fusion search), so memory stays
+    bounded whatever the search's size. It tells the search, before a pruned family is built,
+    whether it would keep either of its events (`wants_family`): when it would not, and no
+    other listener wants it, the family is counted, never built. `families` counts the family
+    events it was sent or declined (two per declined family); `dropped` those it did not keep."""
+
+    def __init__(self, events: list[Event], cap: int):
+        self.events, self.cap = events, cap
+        self.families = self.dropped = 0
+        self._seen: set[tuple[str, str, bool]] = set()
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, FamilyGenerated | FamilyPruned):
+            self.families += 1
+            key = (event.type, event.rule if isinstance(event, FamilyPruned) else "",
+                   event.id.startswith("pf"))
+            if self.families > self.cap and key in self._seen:
+                self.dropped += 1
+                return
+            self._seen.add(key)
+        self.events.append(event)
+
+    def wants_family(self, rule: str, family_prefix: str) -> bool:
+        partial = family_prefix.startswith("pf")
+        if self.families + 1 <= self.cap or \
+                (FamilyGenerated.type, "", partial) not in self._seen or \
+                (FamilyPruned.type, rule, partial) not in self._seen:
+            return True
+        self.families += 2
+        self.dropped += 2
+        return False
+
+
 class Tracer:
     """Stamps `seq` and `time` on each event, keeps it (unless `keep=False`), tells listeners.
 
@@ -120,6 +164,28 @@ class Tracer:
     def wants_events(self) -> bool:
         """Whether an event emitted here is kept or heard (else building one is wasted)."""
         return self.keep or bool(self._listeners)
+
+    def wants_family(self, rule: str, family_prefix: str) -> bool:
+        """Whether a family pruned by `rule` (its id starting `family_prefix`) is kept or heard:
+        a listener that samples families (`FamilySampler`) says whether it would keep one of
+        its two events, every other listener wants it. When none wants it, the search counts
+        it without building it."""
+        if self.keep:
+            return True
+        listeners = self._listeners
+        asks = [getattr(one, "wants_family", None) for one in listeners]
+        if not listeners or None in asks:
+            return bool(listeners)
+        return any(ask(rule, family_prefix) for ask in asks if ask is not None)
+
+    @property
+    def family_cap(self) -> int | None:
+        """The most family events a listener here keeps in full before it samples (the least
+        cap of its `FamilySampler`s), when every listener samples; else None."""
+        caps = [getattr(one, "cap", None) for one in self._listeners]
+        if self.keep or not caps or None in caps:
+            return None
+        return min(c for c in caps if c is not None)
 
     def subscribe(self, listener: Listener, *, required: bool = False) -> Callable[[], None]:
         """Call `listener` with every later event; returns a function that unsubscribes it.

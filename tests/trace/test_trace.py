@@ -486,3 +486,34 @@ def test_a_damaged_gz_trace_is_a_format_error(tmp_path: Path) -> None:
     (tmp_path / "trace.jsonl.gz").write_bytes(bytes(packed))
     with pytest.raises(TraceFormatError, match=r"trace\.jsonl\.gz"):
         read_jsonl(tmp_path / "trace.jsonl.gz")
+
+
+def test_a_family_sampler_wants_a_family_exactly_when_it_would_keep_one_of_its_events():
+    """`FamilySampler.wants_family`, asked before a pruned family is built, says True exactly
+    when the sampler would keep its generated or its pruned event; the tracer asks it only
+    when every listener samples (a plain listener, or `keep`, wants every family)."""
+    from prism.trace import FamilySampler
+    kept: list = []
+    sampler = FamilySampler(kept, 4)
+    tracer = Tracer(keep=False)
+    assert not tracer.wants_family("cannot_close", "f") and tracer.family_cap is None
+    tracer.subscribe(sampler)
+    assert tracer.family_cap == 4
+    decided = []
+    for i, rule in enumerate(["a", "a", "a", "b", "a", "b"]):
+        wants = tracer.wants_family(rule, "f")
+        before = len(kept)
+        if wants:
+            tracer.emit(FamilyGenerated(f"f{i}", None, "x"))
+            tracer.emit(FamilyPruned(f"f{i}", None, rule, "why"))
+            assert len(kept) > before            # it kept one of the two, as it said
+        decided.append(wants)
+    # two families fill the cap of 4 events; then only a rule not seen yet ("b") is wanted
+    assert decided == [True, True, False, True, False, False]
+    assert [(e.type, e.id) for e in kept] == [
+        ("FamilyGenerated", "f0"), ("FamilyPruned", "f0"), ("FamilyGenerated", "f1"),
+        ("FamilyPruned", "f1"), ("FamilyPruned", "f3")]
+    assert sampler.families == 12 and sampler.dropped == 7   # 3 declined (6), f3's generated
+    tracer.subscribe(lambda event: None)    # a plain listener hears every family
+    assert tracer.wants_family("a", "f") and tracer.family_cap is None
+    assert Tracer(keep=True).wants_family("a", "f")
