@@ -45,6 +45,7 @@ import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 from prism.errors import PrismError, ShapeError
 from prism.expr.terms import Term
@@ -68,6 +69,8 @@ from prism.search.pruning import (
     reach_miss,
 )
 from prism.search.state import BlockState, KernelState, Tensor
+
+_ONE = dim(1)
 
 
 class Stop(Exception):
@@ -98,6 +101,7 @@ class Generator:
         self.id_prefix = "f"                   # a task numbers its families provisionally
         self.seen: set[tuple[object, ...]] = set()
         self.vocab = {k: i for i, k in enumerate((*config.block_ops, *config.accumulators))}
+        self._extensions: dict[int, list[tuple[Any, ...] | None]] = {}
         self.kvocab = {k: i for i, k in enumerate(("customized", *config.kernel_ops))}
         self.marked: dict[str, str] = {}       # audit: family → the observed prune above it
         self.rules = (*RULES.items(), *config.rules)   # built-ins first, then the user's
@@ -357,33 +361,49 @@ class Generator:
         return True
 
     def _block_extensions(self, block: BlockState) -> Iterator[tuple[object, ...]]:
-        n = len(block.tensors)
-        sums_splits = any(t.split for t in block.tensors[:len(block.sources)])
-        # Accumulators are tried first: every block graph stores a post-loop tensor, so the
-        # programs that close soonest are reached soonest (the order of trying, not the
-        # canonical order, which stays the vocabulary's).
-        for kind in (*self.cfg.accumulators, *self.cfg.block_ops):
-            accumulator = OPS[kind].category == "accum"
-            if accumulator and block.accumulators >= self.cfg.max_accumulators:
+        tensors = block.tensors
+        sums_splits = any(t.split for t in tensors[:len(block.sources)])
+        last_key, full = block.last_key, block.accumulators >= self.cfg.max_accumulators
+        for item in self._extensions_of(len(tensors)):
+            if item is None:            # `redtox_ld_sum`: its chunk width, the split tile's
+                if not full:
+                    yield from self._redtox_extensions(block)
                 continue
-            if kind == "redtox_ld_sum":     # its chunk width: the split tile's data dim
-                yield from self._redtox_extensions(block)
+            kind, attrs, operands, key, accumulator = item
+            if key <= last_key:
                 continue
-            for a, attrs in enumerate(self.ctx.target.choices(kind)):
-                for operands in _operand_tuples(kind, n):
-                    key = (tuple(sorted(operands, reverse=True)), self.vocab[kind], operands, a)
-                    if key <= block.last_key:
-                        continue
-                    # operands after the loop may mix with pre-loop ones (an epilogue's bias
-                    # or residual: the state then requires those to be loop-invariant)
-                    posts = {block.tensors[i].post for i in operands}
-                    if accumulator and (True in posts or (
-                            kind != "nored" and block.tensors[operands[0]].shape[-1] == dim(1))):
-                        continue            # never after the loop; never reduce a last dim of 1
-                    if sums_splits and not _sums_splits(kind,
-                                                        [block.tensors[i] for i in operands]):
-                        continue
-                    yield (kind, operands, key, attrs)
+            if accumulator and (full or any(tensors[i].post for i in operands) or (
+                    kind != "nored" and tensors[operands[0]].shape[-1] == _ONE)):
+                # never after the loop; never reduce a last dim of 1. (Operands after the
+                # loop may mix with pre-loop ones in an epilogue: a bias or a residual, which
+                # the state then requires to be loop-invariant.)
+                continue
+            if sums_splits and not _sums_splits(kind, [tensors[i] for i in operands]):
+                continue
+            yield (kind, operands, key, attrs)
+
+    def _extensions_of(self, n: int) -> list[tuple[Any, ...] | None]:
+        """Every op the vocabulary could add to a block graph of `n` tensors, in the order of
+        trying, as (kind, attrs, operands, key, accumulator); None where `redtox_ld_sum` goes.
+        What `_block_extensions` then checks against the block is all that depends on it.
+        Accumulators are tried first: every block graph stores a post-loop tensor, so the
+        programs that close soonest are reached soonest (the order of trying, not the
+        canonical order, which stays the vocabulary's). Made once per `n`."""
+        found = self._extensions.get(n)
+        if found is None:
+            found = []
+            for kind in (*self.cfg.accumulators, *self.cfg.block_ops):
+                if kind == "redtox_ld_sum":
+                    found.append(None)
+                    continue
+                accumulator = OPS[kind].category == "accum"
+                for a, attrs in enumerate(self.ctx.target.choices(kind)):
+                    for operands in _operand_tuples(kind, n):
+                        found.append((kind, attrs, operands, (
+                            tuple(sorted(operands, reverse=True)), self.vocab[kind],
+                            operands, a), accumulator))
+            self._extensions[n] = found
+        return found
 
     def _custom_may_follow(self, kernel: KernelState) -> bool:
         """Whether a custom kernel may follow the one `kernel` is closing (the caps)."""
