@@ -73,7 +73,7 @@ def main() -> None:
 
         generator = Generator(ctx, config, Callbacks(
             lambda _fam: None, lambda _fam, why: count(why), done, lambda: False,
-            quiet=lambda: True, counted=lambda why, _parent: count(why)))
+            quiet=lambda _rule, _prefix: True, counted=lambda why, _parent: count(why)))
         start = time.perf_counter()
         generator.run(inputs)
         seconds = time.perf_counter() - start

@@ -192,7 +192,8 @@ def _walk(graph, config) -> tuple[int, str, int]:
 
     generator = Generator(ctx, config, Callbacks(
         lambda _fam: None, pruned, lambda fam, outs: complete.append((fam, outs)),
-        lambda: False, quiet=lambda: True, counted=lambda why, _parent: pruned(None, why)))
+        lambda: False, quiet=lambda _rule, _prefix: True,
+        counted=lambda why, _parent: pruned(None, why)))
     generator.run([Tensor(t, graph.shape(t), leaf(n))
                    for t, n in zip(graph.inputs, target.inputs, strict=True)])
     assert complete

@@ -19,8 +19,8 @@ recorded_module = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(recorded_module)
 CASES, RECORDED, record = recorded_module.CASES, recorded_module.RECORDED, recorded_module.record
 
-# recorded before the search was made faster (`d03cde1`; the last four on `8e6359b`, the same
-# search); the slow ones take 20 s to 90 s each now (lora: 779 candidates to verify)
+# recorded before the search was made faster (`d03cde1`; the rest on `8e6359b`, the same
+# search); the slow ones take 1 s to 50 s each now (gqa at 6 ops: 1,218 candidates to verify)
 QUICK = ("swiglu-program-5ops", "attention-program-5ops", "rmsnorm_matmul-prism-60k")
 
 
@@ -41,7 +41,8 @@ def test_out_of_reach_keeps_every_recorded_candidate(case):
     """The recorded searches with `out_of_reach` on (it came after them): every recorded
     candidate again, by its graph, with its verdict and method, the same best latency (at most
     it, and more candidates, where the recorded search stopped at its family budget), and no
-    more families generated than recorded; where the rule prunes, fewer."""
+    more families generated than recorded; where the rule prunes, fewer (unless both searches
+    stopped at the family budget)."""
     from dataclasses import replace
 
     from prism.search import search
@@ -63,7 +64,11 @@ def test_out_of_reach_keeps_every_recorded_candidate(case):
     pruned = fresh["summary"]["families"]["pruned"].get("out_of_reach", 0)
     generated = (fresh["summary"]["families"]["generated"],
                  recorded["summary"]["families"]["generated"])
-    assert generated[0] < generated[1] if pruned else generated[0] == generated[1]
+    if recorded["summary"]["stop_reason"] == "family budget" and \
+            fresh["summary"]["stop_reason"] == "family budget":
+        assert generated[0] == generated[1]     # both stopped at the budget (rmsnorm_mlp)
+    else:
+        assert generated[0] < generated[1] if pruned else generated[0] == generated[1]
 
 
 def _slow_path(monkeypatch):
