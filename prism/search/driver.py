@@ -1000,7 +1000,7 @@ def search(target: KernelGraph, config: SearchConfig | None = None, *,
     # bound's, the family budget's) sees what a single depth-first search would have seen.
     first = _Run(target, label, config, Tracer(keep=False, budget=tracer.budget), cancel,
                  split="collect", ids=ids)
-    cap = tracer.family_cap     # every listener samples: so do the workers, each task by
+    cap = tracer.family_cap     # every listener samples: each worker task keeps its share
     session = open_session(where, (target, label, config, tracer.wants_events,
                                    None if cap is None else max(1, cap // TASK_SHARE)),
                            first.abstract, cancel)
