@@ -270,7 +270,7 @@ def result_row(result: OptimizeResult) -> dict[str, Any]:
     from prism.pipeline import outside_ops
     search, tuning, best = result.search, result.tuning, result.best
     assert search is not None and tuning is not None   # superoptimize always runs both
-    searches = [*(result.fusion.searches if result.fusion else []), search]
+    searches = result.searches
     stopped = next((s.stop_reason for s in searches if not s.complete), search.stop_reason)
     pruned: Counter[str] = Counter()
     set_aside: Counter[str] = Counter()

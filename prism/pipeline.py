@@ -287,6 +287,13 @@ class OptimizeResult:
     shapes: list[ShapeResult] = field(default_factory=list)   # also_at's, in order
     advised: Any = None                 # prism.advice.Advised: the advice and what it did
 
+    @property
+    def searches(self) -> list[SearchResult]:
+        """Every search the run made: the fusion search and, when it proved no program that
+        fits, the partial-fusion one after it."""
+        return [*(self.fusion.searches if self.fusion else []),
+                *([self.search] if self.search else [])]
+
     def to_json(self) -> dict[str, Any]:
         best = self.best.to_json() if self.best else None
         speedup = (self.eager_us / self.best.modeled_us) if self.best else None
@@ -482,14 +489,12 @@ def _run(graph: KernelGraph, workload: Workload | None, name: str, spec: DeviceS
         result.interrupted = interrupt is not None and interrupt.is_set()
         result.trace = events           # the write stage's page reads it; later events append
         if keeper.dropped:
-            searches = [*(result.fusion.searches if result.fusion else []),
-                        *([result.search] if result.search else [])]
             result.notes.append(
                 f"result.trace holds the first {MAX_TRACE_FAMILIES:,} family events of "
-                f"{sum(s.generated for s in searches):,} families and one pruned example per "
-                "rule after them (memory; the families after them that no one kept were "
-                f"counted, not built); the search's counts are whole, and {TRACE_FILE} (--out) "
-                "holds every event")
+                f"{sum(s.generated for s in result.searches):,} families and one pruned "
+                "example per rule after them (memory; the families after them that no one "
+                "kept were counted, not built); the search's counts are whole, and "
+                f"{TRACE_FILE} (--out) holds every event")
         if folder is not None:
             if result.interrupted:
                 folder.mark("interrupted")

@@ -170,22 +170,25 @@ class Tracer:
         a listener that samples families (`FamilySampler`) says whether it would keep one of
         its two events, every other listener wants it. When none wants it, the search counts
         it without building it."""
-        if self.keep:
-            return True
-        listeners = self._listeners
-        asks = [getattr(one, "wants_family", None) for one in listeners]
-        if not listeners or None in asks:
-            return bool(listeners)
-        return any(ask(rule, family_prefix) for ask in asks if ask is not None)
+        samplers = self._samplers()
+        if samplers is None:
+            return self.keep or bool(self._listeners)
+        return any(one.wants_family(rule, family_prefix) for one in samplers)
 
     @property
     def family_cap(self) -> int | None:
         """The most family events a listener here keeps in full before it samples (the least
         cap of its `FamilySampler`s), when every listener samples; else None."""
-        caps = [getattr(one, "cap", None) for one in self._listeners]
-        if self.keep or not caps or None in caps:
+        samplers = self._samplers()
+        return None if samplers is None else min(one.cap for one in samplers)
+
+    def _samplers(self) -> list[FamilySampler] | None:
+        """The listeners when there are some and every one samples, and the tracer keeps no
+        events itself; else None."""
+        samplers = [one for one in self._listeners if isinstance(one, FamilySampler)]
+        if self.keep or not samplers or len(samplers) < len(self._listeners):
             return None
-        return min(c for c in caps if c is not None)
+        return samplers
 
     def subscribe(self, listener: Listener, *, required: bool = False) -> Callable[[], None]:
         """Call `listener` with every later event; returns a function that unsubscribes it.
