@@ -22,7 +22,9 @@ references; data movement is the same in every domain.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,12 +38,79 @@ from prism.ir.semantics import FLOAT64, Semantics, SumBlocks
 from prism.ir.spec import check
 
 
+class Values:
+    """What runs of many graphs on the same inputs computed, by what each value was computed
+    from, so a later run takes a value an earlier one made (a search's random tests: its
+    candidates share most of their ops, each tested on the same draw).
+
+    A value is named by its op and the names of its operands, down to the input arrays (a
+    tile by its input, maps, grid and loop range as numbers; an accumulator by its operand in
+    every iteration), so two runs that name a value alike compute it alike, and the one kept
+    is the one the later run would compute. An input is named by the array object and the
+    semantics; only a read-only array is named (one the caller could still change is not
+    the same input twice), and the memo holds it, so no other array takes its identity. Kept
+    by bytes, the least recently used dropped first; the values are read-only, so no run can
+    change what a later one takes."""
+
+    def __init__(self, limit_bytes: int = 256 << 20):
+        self.limit_bytes = limit_bytes
+        self.hits = self.misses = 0
+        self._names: dict[tuple[Any, ...], int] = {}
+        self._values: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._bytes = 0
+        self._inputs: dict[int, Any] = {}
+
+    def input_name(self, array: Any, semantics: Semantics) -> int | None:
+        """The name of an input array, or None where it is writable (see above)."""
+        if not isinstance(array, np.ndarray) or array.flags.writeable:
+            return None
+        self._inputs.setdefault(id(array), array)
+        return self.name(("input", id(array), semantics.name))
+
+    def name(self, key: tuple[Any, ...]) -> int:
+        """A small number for `key`, the same for an equal key."""
+        return self._names.setdefault(key, len(self._names))
+
+    def clear(self) -> None:
+        self._names.clear()
+        self._values.clear()
+        self._inputs.clear()
+        self._bytes = 0
+
+    def get(self, name: int) -> np.ndarray | None:
+        """The value kept under `name`, if it is."""
+        found = self._values.get(name)
+        if found is not None:
+            self._values.move_to_end(name)
+            self.hits += 1
+        return found
+
+    def value(self, name: int, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """The value kept under `name`, else `compute()`'s, kept."""
+        found = self.get(name)
+        if found is not None:
+            return found
+        self.misses += 1
+        made = compute()
+        if made.nbytes <= self.limit_bytes // 4:
+            made.setflags(write=False)
+            self._values[name] = made
+            self._bytes += made.nbytes
+            while self._bytes > self.limit_bytes:
+                _, dropped = self._values.popitem(last=False)
+                self._bytes -= dropped.nbytes
+        return made
+
+
 def interpret(graph: KernelGraph, *arrays: Any, assignment: Mapping[str, int] | None = None,
-              semantics: Semantics | None = None) -> list[np.ndarray]:
+              semantics: Semantics | None = None, values: Values | None = None
+              ) -> list[np.ndarray]:
     """Run `graph` on `arrays` (inputs in the graph's input order); return its outputs.
 
     A symbolic graph needs an `assignment` of every variable (grid sizes, loop ranges, map bits).
     `semantics` is the number domain (default `FLOAT64`, the op table's references).
+    `values`: what earlier runs on these same arrays and semantics computed (`Values`), to take
+    from and add to.
 
     NumPy's BLAS runs on one thread meanwhile: the interpreter multiplies many small tiles, and
     a threaded BLAS whose second thread waits for a busy core made each product up to 300×
@@ -49,11 +118,11 @@ def interpret(graph: KernelGraph, *arrays: Any, assignment: Mapping[str, int] | 
     second search worker). The caller's setting is restored on return.
     """
     with threadpool_limits(1, user_api="blas"):
-        return _interpret(graph, arrays, assignment, semantics)
+        return _interpret(graph, arrays, assignment, semantics, values)
 
 
 def _interpret(graph: KernelGraph, arrays: Sequence[Any], assignment: Mapping[str, int] | None,
-               semantics: Semantics | None) -> list[np.ndarray]:
+               semantics: Semantics | None, memo: Values | None) -> list[np.ndarray]:
     sem = semantics or FLOAT64
     env = dict(assignment or {})
     check(graph, env)
@@ -61,18 +130,43 @@ def _interpret(graph: KernelGraph, arrays: Sequence[Any], assignment: Mapping[st
         raise InputError(f"graph takes {len(graph.inputs)} inputs ({', '.join(graph.inputs)}), "
                          f"got {len(arrays)}; pass one array per input, in that order")
     values: dict[str, np.ndarray] = {}
+    names: dict[str, int] = {}      # with `memo`: each tensor's name there
     for name, arr in zip(graph.inputs, arrays, strict=True):
         values[name] = sem.convert(arr, name, _concrete(graph.shape(name), env))
+        if memo is not None:
+            named = memo.input_name(arr, sem)
+            if named is None:       # an input that may change: nothing is taken or kept
+                memo = None
+            else:
+                names[name] = named
     for op in graph.ops:
         if op.kind in ("input", "output"):
             continue
         if op.kind == "customized":
             assert op.block is not None
-            results = run_block_graph(op.block, [values[t] for t in op.inputs], env, sem)
+            results, out_names = _run_block(op.block, [values[t] for t in op.inputs], env, sem,
+                                            memo, [names.get(t, -1) for t in op.inputs])
             values.update(zip(op.outputs, results, strict=True))
+            if memo is not None:
+                names.update(zip(op.outputs, out_names, strict=True))
+        elif memo is not None:
+            vid = names[op.outputs[0]] = memo.name(_op_key(op, 0, names))
+            values[op.outputs[0]] = memo.value(vid, partial(
+                _apply, sem, op, [values[t] for t in op.inputs], 0))
         else:
             values[op.outputs[0]] = _apply(sem, op, [values[t] for t in op.inputs], 0)
     return [values[t] for t in graph.outputs]
+
+
+def _op_key(op: Op, lead: int, names: Mapping[str, int]) -> tuple[Any, ...]:
+    """What an op's value is computed from: the op, its attributes, its operands' names."""
+    return (*_op_head(op, lead), tuple(names[t] for t in op.inputs))
+
+
+def _op_head(op: Op, lead: int) -> tuple[Any, ...]:
+    attrs = tuple(sorted((k, v if isinstance(v, int | float | str | None) else repr(v))
+                         for k, v in op.attr.items()))
+    return (op.kind, attrs, lead)
 
 
 def _concrete(shape: Sequence[Any], env: Mapping[str, int]) -> tuple[int, ...]:
@@ -159,33 +253,61 @@ def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
                     env: Mapping[str, int] | None = None,
                     semantics: Semantics = FLOAT64) -> list[np.ndarray]:
     """Execute one custom kernel: every block of the grid, every loop iteration."""
-    env = env or {}
+    return _run_block(bg, inputs, env or {}, semantics, None, [])[0]
+
+
+def _run_block(bg: BlockGraph, inputs: list[np.ndarray], env: Mapping[str, int],
+               semantics: Semantics, memo: Values | None, input_names: list[int]
+               ) -> tuple[list[np.ndarray], list[int]]:
+    """`run_block_graph`; with `memo`, each value named there (from `input_names`, the
+    kernel inputs' names) and taken from it where an earlier run made it. Also the outputs'
+    names (empty without `memo`)."""
     grid = [evaluate(g, env) for g in bg.grid]
     loops = evaluate(bg.forloop_range, env)
     k = len(grid)
     post = bg.after_accum
     all_tiles = {}
-    for op, data in zip(bg.input_ops, inputs, strict=True):
+    tile_names: dict[str, int] = {}
+    for n, (op, data) in enumerate(zip(bg.input_ops, inputs, strict=True)):
         fm = _map_rows(op.attr["fmap"], env)[0]
-        all_tiles[op.outputs[0]] = load_tiles(data, _map_rows(op.attr["imap"], env), fm, grid,
-                                              loops)
+        imap = _map_rows(op.attr["imap"], env)
+        all_tiles[op.outputs[0]] = load_tiles(data, imap, fm, grid, loops)
+        if memo is not None:
+            tile_names[op.outputs[0]] = memo.name(("tiles", input_names[n], tuple(imap), fm,
+                                                   tuple(grid), loops))
     body = [op for op in bg.ops if op.kind not in ("input", "output")
             and op.outputs[0] not in post]
     accums = [op for op in bg.ops if OPS[op.kind].category == "accum"]
     after = [op for op in bg.ops if op.kind not in ("input", "output") and op not in accums
              and op.outputs[0] in post]
+    names: dict[str, int] = {}
+    # with `memo`: each accumulator's name, from its operands' names in every iteration; one
+    # already made skips its steps
+    acc_names = _accum_names(bg, all_tiles, tile_names, body, accums, loops, k, env, memo) \
+        if memo is not None else {}
     totals: dict[str, np.ndarray] = {}
     running: dict[str, np.ndarray] = {}       # nored_rescale: the running row max
     vals: dict[str, np.ndarray] = {}
+    made = {n: v for n, v in ((n, memo.get(a)) for n, a in acc_names.items())
+            if v is not None} if memo is not None else {}
+    stepped = [op for op in accums if op.outputs[0] not in made]
     for i in range(loops):
         vals = {}
         for name, tiles in all_tiles.items():
             # tiles: [*grid', F', *tile]; iteration i reads loop part i (or the only part).
             # Basic indexing gives a view; np.take would copy the whole input every iteration.
-            vals[name] = tiles[(slice(None),) * k + (i if tiles.shape[k] > 1 else 0,)]
+            part_of = i if tiles.shape[k] > 1 else 0
+            vals[name] = tiles[(slice(None),) * k + (part_of,)]
+            if memo is not None:
+                names[name] = memo.name(("at", tile_names[name], part_of))
         for op in body:
-            vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
-        for op in accums:
+            if memo is None:
+                vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
+                continue
+            vid = names[op.outputs[0]] = memo.name(_op_key(op, k, names))
+            vals[op.outputs[0]] = memo.value(vid, partial(
+                _apply, semantics, op, [vals[t] for t in op.inputs], k))
+        for op in stepped:
             name = op.outputs[0]
             if op.kind in RESCALED:
                 _rescale_step(semantics, name, vals[op.inputs[0]], vals[op.inputs[1]], totals,
@@ -198,16 +320,61 @@ def run_block_graph(bg: BlockGraph, inputs: list[np.ndarray],
     # after the loop: the accumulated tiles, and the pre-loop tiles as the last iteration left
     # them (an op there reads only those the loop does not walk, the same in every iteration)
     for op in accums:
-        if op.kind in RESCALED:
-            vals[op.outputs[0]] = totals[op.outputs[0]]
-            continue
-        acc = semantics.accumulate[op.kind]
-        width = evaluate(bg.shape(op.inputs[0])[-1], env) * loops
-        vals[op.outputs[0]] = acc.finish(totals[op.outputs[0]], width, op.attr)
+        if memo is not None:
+            names[op.outputs[0]] = acc_names[op.outputs[0]]
+            vals[op.outputs[0]] = made[op.outputs[0]] if op.outputs[0] in made else \
+                memo.value(acc_names[op.outputs[0]],
+                           partial(_finish, semantics, bg, op, totals, loops, env))
+        else:
+            vals[op.outputs[0]] = _finish(semantics, bg, op, totals, loops, env)
     for op in after:
-        vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
-    return [store_tiles(vals[op.inputs[0]], _map_rows(op.attr["omap"], env), grid,
-                        semantics.sum_blocks) for op in bg.output_ops]
+        if memo is None:
+            vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
+            continue
+        vid = names[op.outputs[0]] = memo.name(_op_key(op, k, names))
+        vals[op.outputs[0]] = memo.value(vid, partial(
+            _apply, semantics, op, [vals[t] for t in op.inputs], k))
+    outputs: list[np.ndarray] = []
+    out_names: list[int] = []
+    for op in bg.output_ops:
+        omap = _map_rows(op.attr["omap"], env)
+        if memo is None:
+            outputs.append(store_tiles(vals[op.inputs[0]], omap, grid, semantics.sum_blocks))
+            continue
+        vid = memo.name(("store", names[op.inputs[0]], tuple(omap), tuple(grid)))
+        outputs.append(memo.value(vid, partial(store_tiles, vals[op.inputs[0]], omap, grid,
+                                               semantics.sum_blocks)))
+        out_names.append(vid)
+    return outputs, out_names
+
+
+def _finish(semantics: Semantics, bg: BlockGraph, op: Op, totals: dict[str, np.ndarray],
+            loops: int, env: Mapping[str, int]) -> np.ndarray:
+    """An accumulator's tile after the loop, from its total."""
+    if op.kind in RESCALED:
+        return totals[op.outputs[0]]
+    acc = semantics.accumulate[op.kind]
+    width = evaluate(bg.shape(op.inputs[0])[-1], env) * loops
+    return acc.finish(totals[op.outputs[0]], width, op.attr)
+
+
+def _accum_names(bg: BlockGraph, all_tiles: Mapping[str, np.ndarray],
+                 tile_names: Mapping[str, int], body: list[Op], accums: list[Op], loops: int,
+                 k: int, env: Mapping[str, int], memo: Values) -> dict[str, int]:
+    """Each accumulator's name in `memo`: its op, its width, and its operands' names in
+    every iteration (the body's names worked out without computing a value)."""
+    per_iteration: dict[str, list[tuple[int, ...]]] = {op.outputs[0]: [] for op in accums}
+    for i in range(loops):
+        names = {name: memo.name(("at", tile_names[name], i if tiles.shape[k] > 1 else 0))
+                 for name, tiles in all_tiles.items()}
+        for op in body:
+            names[op.outputs[0]] = memo.name(_op_key(op, k, names))
+        for op in accums:
+            per_iteration[op.outputs[0]].append(tuple(names[t] for t in op.inputs))
+    return {op.outputs[0]: memo.name(("accum", *_op_head(op, k),
+                                      evaluate(bg.shape(op.inputs[0])[-1], env) * loops,
+                                      tuple(per_iteration[op.outputs[0]])))
+            for op in accums}
 
 
 def _rescale_step(semantics: Semantics, name: str, x: np.ndarray, m: np.ndarray,

@@ -37,7 +37,7 @@ from prism.errors import DimExprError, VerifyError
 from prism.expr.evidence import ANY, POSITIVE, POSITIVE_DRAW, operand_need
 from prism.ir.dims import Dim, evaluate
 from prism.ir.graph import KernelGraph, Map, Op, Shape
-from prism.ir.interpret import interpret
+from prism.ir.interpret import Values, interpret
 from prism.ir.semantics import FLOAT64, Semantics
 from prism.ir.spec import problems
 from prism.verify import modular
@@ -227,7 +227,7 @@ def _run(method: _Method, target: KernelGraph, candidate: KernelGraph,
             key = _key(env)
             if key not in tested:
                 tested.append(key)
-            got = _quietly(candidate, arrays, env, method.semantics)
+            got = _quietly(candidate, arrays, env, method.semantics, _VALUES)
             failed = _compare_outputs(method, want, got, key, trial_seed, trials, tested,
                                       drawn_positive)
             if failed is not None and failed.found_difference:
@@ -240,6 +240,9 @@ def _run(method: _Method, target: KernelGraph, candidate: KernelGraph,
 
 
 _TARGET_RUNS: dict[tuple[object, ...], tuple[KernelGraph, list[np.ndarray], list[np.ndarray]]] = {}
+# what the candidates' runs on those draws computed: a search's candidates share most of their
+# ops (gqa's: the [256 x 4096] score tiles and their exp), and each is tested on the same draw
+_VALUES = Values()
 
 
 def _target_run(method: _Method, target: KernelGraph, shapes: Shapes, seed: int,
@@ -257,16 +260,17 @@ def _target_run(method: _Method, target: KernelGraph, shapes: Shapes, seed: int,
         a.setflags(write=False)
     if len(_TARGET_RUNS) >= 32:
         _TARGET_RUNS.clear()
+        _VALUES.clear()
     _TARGET_RUNS[key] = (target, arrays, want)
     return arrays, want
 
 
 def _quietly(graph: KernelGraph, arrays: list[np.ndarray], env: Mapping[str, int],
-             semantics: Semantics) -> list[np.ndarray]:
+             semantics: Semantics, values: Values | None = None) -> list[np.ndarray]:
     """`interpret` without NumPy's warnings: a draw may still leave an op's domain (a negative
     scalar before a √, a near-zero divisor), and the comparison reports the nan or inf."""
     with np.errstate(all="ignore"):
-        return interpret(graph, *arrays, assignment=env, semantics=semantics)
+        return interpret(graph, *arrays, assignment=env, semantics=semantics, values=values)
 
 
 def _compare_outputs(method: _Method, want: list[np.ndarray], got: list[np.ndarray],

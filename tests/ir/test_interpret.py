@@ -202,3 +202,35 @@ def test_the_interpreter_runs_blas_on_one_thread_and_gives_the_callers_setting_b
     assert seen and all(s == {1} for s in seen)
     assert after == before
     np.testing.assert_allclose(out, x @ y, rtol=1e-12)
+
+
+@pytest.mark.parametrize("limit_bytes", [256 << 20, 4 << 20], ids=["kept", "mostly dropped"])
+def test_values_kept_across_runs_give_every_run_its_own_outputs(limit_bytes):
+    """A search's candidates run on one draw with a shared `Values` (as its random tests do):
+    each gives exactly the outputs it gives alone, though most of its ops' values come from
+    the runs before it; with a memory limit that drops most values, the same outputs again.
+    A writable input is never named, so nothing is taken or kept for it."""
+    from prism.ir.interpret import Values
+    from prism.search import search
+    from prism.search.config import SearchConfig
+    from prism.verify.randomized import valid_assignments
+    from prism.workloads import get_workload
+    target = get_workload("swiglu").graph
+    result = search(target, SearchConfig(budget_s=600, max_block_ops=5))
+    graphs = [(target, {})] + [(c.graph, valid_assignments(c.graph)[0])
+                               for c in result.candidates]
+    assert len(graphs) > 20
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal([d.value for d in target.shape(t)]) for t in target.inputs]
+    for a in arrays:
+        a.setflags(write=False)
+    values = Values(limit_bytes)
+    for g, env in graphs + graphs[:5]:
+        shared = interpret(g, *arrays, assignment=env, values=values)
+        alone = interpret(g, *arrays, assignment=env)
+        assert all(np.array_equal(s, a) for s, a in zip(shared, alone, strict=True))
+    assert values.hits > 0
+    writable = Values()
+    interpret(graphs[1][0], *[a.copy() for a in arrays], assignment=graphs[1][1],
+              values=writable)
+    assert writable.hits == writable.misses == 0
