@@ -785,7 +785,10 @@ def hardware_feasibility(constraints: Sequence[NamedConstraint],
                          bounds: Mapping[str, tuple[int, int]], *,
                          rlimit: int = 2_000_000) -> Feasibility:
     """Whether some assignment (plain variables within `bounds`, bits 0/1) satisfies every
-    constraint; if not, an unsat core of constraint names."""
+    constraint; if not, an unsat core of constraint names. Two queries at most, each under
+    `rlimit`: the constraints untracked, then, unless that found an assignment, each behind
+    its named assumption (for the core); the answer is the second's, so an `unknown` costs
+    both limits."""
     z3 = _z3()
     names = [c.name for c in constraints]
     if len(set(names)) != len(names):
