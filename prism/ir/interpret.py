@@ -67,6 +67,14 @@ class Values:
         self._inputs.setdefault(id(array), array)
         return self.name(("input", id(array), semantics.name))
 
+    NAMES = 1 << 20     # names kept before all is dropped (at a run's start, never within)
+
+    def start_run(self) -> None:
+        """Before a run names anything: drop everything once the names grow past `NAMES` (a
+        long session's searches), so they stay bounded as the values are."""
+        if len(self._names) > self.NAMES:
+            self.clear()
+
     def name(self, key: tuple[Any, ...]) -> int:
         """A small number for `key`, the same for an equal key."""
         return self._names.setdefault(key, len(self._names))
@@ -131,6 +139,8 @@ def _interpret(graph: KernelGraph, arrays: Sequence[Any], assignment: Mapping[st
                          f"got {len(arrays)}; pass one array per input, in that order")
     values: dict[str, np.ndarray] = {}
     names: dict[str, int] = {}      # with `memo`: each tensor's name there
+    if memo is not None:
+        memo.start_run()
     for name, arr in zip(graph.inputs, arrays, strict=True):
         values[name] = sem.convert(arr, name, _concrete(graph.shape(name), env))
         if memo is not None:

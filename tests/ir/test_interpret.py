@@ -204,12 +204,15 @@ def test_the_interpreter_runs_blas_on_one_thread_and_gives_the_callers_setting_b
     np.testing.assert_allclose(out, x @ y, rtol=1e-12)
 
 
-@pytest.mark.parametrize("limit_bytes", [256 << 20, 4 << 20], ids=["kept", "mostly dropped"])
-def test_values_kept_across_runs_give_every_run_its_own_outputs(limit_bytes):
+@pytest.mark.parametrize("limit_bytes, names", [(256 << 20, None), (4 << 20, None),
+                                                 (256 << 20, 40)],
+                         ids=["kept", "mostly dropped", "names dropped"])
+def test_values_kept_across_runs_give_every_run_its_own_outputs(limit_bytes, names):
     """A search's candidates run on one draw with a shared `Values` (as its random tests do):
     each gives exactly the outputs it gives alone, though most of its ops' values come from
-    the runs before it; with a memory limit that drops most values, the same outputs again.
-    A writable input is never named, so nothing is taken or kept for it."""
+    the runs before it; with a memory limit that drops most values, or a names limit that
+    drops everything between runs, the same outputs again. A writable input is never named,
+    so nothing is taken or kept for it."""
     from prism.ir.interpret import Values
     from prism.search import search
     from prism.search.config import SearchConfig
@@ -225,6 +228,8 @@ def test_values_kept_across_runs_give_every_run_its_own_outputs(limit_bytes):
     for a in arrays:
         a.setflags(write=False)
     values = Values(limit_bytes)
+    if names is not None:
+        values.NAMES = names
     for g, env in graphs + graphs[:5]:
         shared = interpret(g, *arrays, assignment=env, values=values)
         alone = interpret(g, *arrays, assignment=env)
