@@ -159,13 +159,18 @@ def _interpret(graph: KernelGraph, arrays: Sequence[Any], assignment: Mapping[st
             values.update(zip(op.outputs, results, strict=True))
             if memo is not None:
                 names.update(zip(op.outputs, out_names, strict=True))
-        elif memo is not None:
-            vid = names[op.outputs[0]] = memo.name(_op_key(op, 0, names))
-            values[op.outputs[0]] = memo.value(vid, partial(
-                _apply, sem, op, [values[t] for t in op.inputs], 0))
         else:
-            values[op.outputs[0]] = _apply(sem, op, [values[t] for t in op.inputs], 0)
+            values[op.outputs[0]] = _computed(sem, op, values, 0, memo, names)
     return [values[t] for t in graph.outputs]
+
+
+def _computed(sem: Semantics, op: Op, vals: Mapping[str, np.ndarray], lead: int,
+              memo: Values | None, names: dict[str, int]) -> np.ndarray:
+    """`op`'s value; with `memo`, named in `names` and taken from `memo` where made."""
+    if memo is None:
+        return _apply(sem, op, [vals[t] for t in op.inputs], lead)
+    vid = names[op.outputs[0]] = memo.name(_op_key(op, lead, names))
+    return memo.value(vid, partial(_apply, sem, op, [vals[t] for t in op.inputs], lead))
 
 
 def _op_key(op: Op, lead: int, names: Mapping[str, int]) -> tuple[Any, ...]:
@@ -311,12 +316,7 @@ def _run_block(bg: BlockGraph, inputs: list[np.ndarray], env: Mapping[str, int],
             if memo is not None:
                 names[name] = memo.name(("at", tile_names[name], part_of))
         for op in body:
-            if memo is None:
-                vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
-                continue
-            vid = names[op.outputs[0]] = memo.name(_op_key(op, k, names))
-            vals[op.outputs[0]] = memo.value(vid, partial(
-                _apply, semantics, op, [vals[t] for t in op.inputs], k))
+            vals[op.outputs[0]] = _computed(semantics, op, vals, k, memo, names)
         for op in stepped:
             name = op.outputs[0]
             if op.kind in RESCALED:
@@ -338,12 +338,7 @@ def _run_block(bg: BlockGraph, inputs: list[np.ndarray], env: Mapping[str, int],
         else:
             vals[op.outputs[0]] = _finish(semantics, bg, op, totals, loops, env)
     for op in after:
-        if memo is None:
-            vals[op.outputs[0]] = _apply(semantics, op, [vals[t] for t in op.inputs], k)
-            continue
-        vid = names[op.outputs[0]] = memo.name(_op_key(op, k, names))
-        vals[op.outputs[0]] = memo.value(vid, partial(
-            _apply, semantics, op, [vals[t] for t in op.inputs], k))
+        vals[op.outputs[0]] = _computed(semantics, op, vals, k, memo, names)
     outputs: list[np.ndarray] = []
     out_names: list[int] = []
     for op in bg.output_ops:
