@@ -22,6 +22,7 @@ references; data movement is the same in every domain.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -50,7 +51,10 @@ class Values:
     semantics; only a read-only array is named (one the caller could still change is not
     the same input twice), and the memo holds it, so no other array takes its identity. Kept
     by bytes, the least recently used dropped first; the values are read-only, so no run can
-    change what a later one takes."""
+    change what a later one takes. Safe to share between threads (a search in the workbench's
+    thread beside one in the notebook's)."""
+
+    NAMES = 1 << 20     # names kept before all is dropped (at a run's start, never within)
 
     def __init__(self, limit_bytes: int = 256 << 20):
         self.limit_bytes = limit_bytes
@@ -59,54 +63,76 @@ class Values:
         self._values: OrderedDict[int, np.ndarray] = OrderedDict()
         self._bytes = 0
         self._inputs: dict[int, Any] = {}
+        self._lock = threading.Lock()
+        self._running = 0           # runs under way (in any thread)
+        self._stale = False         # dropping everything waits for them
 
     def input_name(self, array: Any, semantics: Semantics) -> int | None:
         """The name of an input array, or None where it is writable (see above)."""
         if not isinstance(array, np.ndarray) or array.flags.writeable:
             return None
-        self._inputs.setdefault(id(array), array)
+        with self._lock:
+            self._inputs.setdefault(id(array), array)
         return self.name(("input", id(array), semantics.name))
-
-    NAMES = 1 << 20     # names kept before all is dropped (at a run's start, never within)
 
     def start_run(self) -> None:
         """Before a run names anything: drop everything once the names grow past `NAMES` (a
-        long session's searches), so they stay bounded as the values are."""
-        if len(self._names) > self.NAMES:
-            self.clear()
+        long session's searches), so they stay bounded as the values are, or where `clear`
+        was asked meanwhile; only while no other run is under way, whose names would then
+        mean other values."""
+        with self._lock:
+            if self._running == 0 and (self._stale or len(self._names) > self.NAMES):
+                self._drop()
+            self._running += 1
+
+    def end_run(self) -> None:
+        with self._lock:
+            self._running -= 1
 
     def name(self, key: tuple[Any, ...]) -> int:
         """A small number for `key`, the same for an equal key."""
-        return self._names.setdefault(key, len(self._names))
+        with self._lock:
+            return self._names.setdefault(key, len(self._names))
 
     def clear(self) -> None:
+        """Drop everything: now, or where a run is under way, when the next one starts with
+        none under way."""
+        with self._lock:
+            if self._running == 0:
+                self._drop()
+            else:
+                self._stale = True
+
+    def _drop(self) -> None:
         self._names.clear()
         self._values.clear()
         self._inputs.clear()
-        self._bytes = 0
+        self._bytes, self._stale = 0, False
 
     def get(self, name: int) -> np.ndarray | None:
         """The value kept under `name`, if it is."""
-        found = self._values.get(name)
-        if found is not None:
-            self._values.move_to_end(name)
-            self.hits += 1
-        return found
+        with self._lock:
+            found = self._values.get(name)
+            if found is not None:
+                self._values.move_to_end(name)
+                self.hits += 1
+            return found
 
     def value(self, name: int, compute: Callable[[], np.ndarray]) -> np.ndarray:
         """The value kept under `name`, else `compute()`'s, kept."""
         found = self.get(name)
         if found is not None:
             return found
-        self.misses += 1
         made = compute()
-        if made.nbytes <= self.limit_bytes // 4:
-            made.setflags(write=False)
-            self._values[name] = made
-            self._bytes += made.nbytes
-            while self._bytes > self.limit_bytes:
-                _, dropped = self._values.popitem(last=False)
-                self._bytes -= dropped.nbytes
+        with self._lock:
+            self.misses += 1
+            if made.nbytes <= self.limit_bytes // 4 and name not in self._values:
+                made.setflags(write=False)
+                self._values[name] = made
+                self._bytes += made.nbytes
+                while self._bytes > self.limit_bytes:
+                    _, dropped = self._values.popitem(last=False)
+                    self._bytes -= dropped.nbytes
         return made
 
 
@@ -125,8 +151,14 @@ def interpret(graph: KernelGraph, *arrays: Any, assignment: Mapping[str, int] | 
     slower (attention's random tests, with anything else running on a 2-core machine, or a
     second search worker). The caller's setting is restored on return.
     """
-    with threadpool_limits(1, user_api="blas"):
-        return _interpret(graph, arrays, assignment, semantics, values)
+    if values is not None:
+        values.start_run()
+    try:
+        with threadpool_limits(1, user_api="blas"):
+            return _interpret(graph, arrays, assignment, semantics, values)
+    finally:
+        if values is not None:
+            values.end_run()
 
 
 def _interpret(graph: KernelGraph, arrays: Sequence[Any], assignment: Mapping[str, int] | None,
@@ -139,8 +171,6 @@ def _interpret(graph: KernelGraph, arrays: Sequence[Any], assignment: Mapping[st
                          f"got {len(arrays)}; pass one array per input, in that order")
     values: dict[str, np.ndarray] = {}
     names: dict[str, int] = {}      # with `memo`: each tensor's name there
-    if memo is not None:
-        memo.start_run()
     for name, arr in zip(graph.inputs, arrays, strict=True):
         values[name] = sem.convert(arr, name, _concrete(graph.shape(name), env))
         if memo is not None:

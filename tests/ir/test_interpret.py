@@ -239,3 +239,52 @@ def test_values_kept_across_runs_give_every_run_its_own_outputs(limit_bytes, nam
     interpret(graphs[1][0], *[a.copy() for a in arrays], assignment=graphs[1][1],
               values=writable)
     assert writable.hits == writable.misses == 0
+
+
+def test_values_shared_between_threads_give_every_run_its_own_outputs():
+    """Two threads run a search's candidates with one `Values` while a third asks it to clear
+    again and again (a new draw, as the random tests do): every run gives exactly what it
+    gives alone. A clear waits for the runs under way, whose names it would give other
+    values."""
+    import threading
+
+    from prism.ir.interpret import Values
+    from prism.search import search
+    from prism.search.config import SearchConfig
+    from prism.verify.randomized import valid_assignments
+    from prism.workloads import get_workload
+    target = get_workload("swiglu").graph
+    result = search(target, SearchConfig(budget_s=600, max_block_ops=5))
+    graphs = [(target, {})] + [(c.graph, valid_assignments(c.graph)[0])
+                               for c in result.candidates]
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal([d.value for d in target.shape(t)]) for t in target.inputs]
+    for a in arrays:
+        a.setflags(write=False)
+    alone = [interpret(g, *arrays, assignment=env) for g, env in graphs]
+    values, done, wrong = Values(), threading.Event(), []
+
+    def runs(order: list[int]) -> None:
+        for i in order:
+            g, env = graphs[i]
+            got = interpret(g, *arrays, assignment=env, values=values)
+            if not all(np.array_equal(x, y) for x, y in zip(got, alone[i], strict=True)):
+                wrong.append(i)
+
+    def clears() -> None:
+        while not done.is_set():
+            values.clear()
+
+    n = len(graphs)
+    workers = [threading.Thread(target=runs, args=(list(range(n)) * 2,)),
+               threading.Thread(target=runs, args=(list(reversed(range(n))) * 2,))]
+    clearer = threading.Thread(target=clears)
+    clearer.start()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    done.set()
+    clearer.join()
+    assert not wrong
+    assert values.hits + values.misses > 0
