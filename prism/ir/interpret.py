@@ -18,6 +18,10 @@ turn:
 
 The arithmetic is a `Semantics` (`prism.ir.semantics`): float64 by default, the op table's
 references; data movement is the same in every domain.
+
+Runs of many graphs on the same read-only inputs may share a `Values`: each value is named by
+what it is computed from, and one an earlier run computed is taken, not computed again (a
+search's random tests, whose candidates share most of their ops).
 """
 
 from __future__ import annotations
