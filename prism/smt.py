@@ -793,38 +793,44 @@ def hardware_feasibility(constraints: Sequence[NamedConstraint],
     names = [c.name for c in constraints]
     if len(set(names)) != len(names):
         raise ValueError("constraint names must be unique: the unsat core is reported by name")
-    # A context of its own: z3's heuristics follow the order its terms were made in, so in a
-    # shared context one query's time and (under the resource limit) verdict depended on the
-    # queries before it (measured: the same family 1 s after one search, 56 s after another)
     # First the constraints as they are, untracked: z3 finds a fitting assignment far sooner
     # so (gqa's first family: 0.6 s, against 15 s with each constraint behind its assumption).
     # Only an unsat core needs the tracked query, or an answer where this one ran out; a
     # model found here fits every constraint, which the tracked query could only confirm.
-    context = z3.Context()
-    enc = _DimEncoder(z3, bounds, context)
-    solver = z3.Solver(ctx=context)
-    solver.set("rlimit", rlimit)
-    for c in constraints:
-        solver.add(z3.Or(*[enc.relation(r) for r in c.any_of]))
-    solver.add(*enc.domains)
+    solver, enc, _ = _query(z3, constraints, bounds, rlimit, tracked=False)
     if solver.check() == z3.sat:
         return _sat(solver.model(), enc)
-    context = z3.Context()
-    enc = _DimEncoder(z3, bounds, context)
-    solver = z3.Solver(ctx=context)
-    solver.set("rlimit", rlimit)
-    tracks = []
-    for c in constraints:
-        track = z3.Bool(c.name, context)
-        solver.add(z3.Implies(track, z3.Or(*[enc.relation(r) for r in c.any_of])))
-        tracks.append(track)
-    solver.add(*enc.domains)
+    solver, enc, tracks = _query(z3, constraints, bounds, rlimit, tracked=True)
     answer = solver.check(*tracks)
     if answer == z3.sat:
         return _sat(solver.model(), enc)
     if answer == z3.unsat:
         return Feasibility("unsat", None, tuple(str(t) for t in solver.unsat_core()))
     return Feasibility("unknown", None, (), str(solver.reason_unknown()))
+
+
+def _query(z3: Any, constraints: Sequence[NamedConstraint],
+           bounds: Mapping[str, tuple[int, int]], rlimit: int, *, tracked: bool
+           ) -> tuple[Any, _DimEncoder, list[Any]]:
+    """A solver holding the constraints (each behind a Bool assumption of its name when
+    `tracked`, returned to check under) and the variables' domains, under `rlimit`.
+
+    A context of its own: z3's heuristics follow the order its terms were made in, so in a
+    shared context one query's time and (under the resource limit) verdict depended on the
+    queries before it (measured: the same family 1 s after one search, 56 s after another)."""
+    context = z3.Context()
+    enc = _DimEncoder(z3, bounds, context)
+    solver = z3.Solver(ctx=context)
+    solver.set("rlimit", rlimit)
+    tracks = []
+    for c in constraints:
+        holds = z3.Or(*[enc.relation(r) for r in c.any_of])
+        if tracked:
+            tracks.append(z3.Bool(c.name, context))
+            holds = z3.Implies(tracks[-1], holds)
+        solver.add(holds)
+    solver.add(*enc.domains)
+    return solver, enc, tracks
 
 
 def _sat(m: Any, enc: _DimEncoder) -> Feasibility:

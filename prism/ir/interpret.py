@@ -333,7 +333,7 @@ def _run_block(bg: BlockGraph, inputs: list[np.ndarray], env: Mapping[str, int],
     # with `memo`: each accumulator's name, from its operands' names in every iteration; one
     # already made skips its steps
     acc_names = _accum_names(bg, all_tiles, tile_names, body, accums, loops, k, env, memo) \
-        if memo is not None else {}
+        if memo is not None and accums else {}
     totals: dict[str, np.ndarray] = {}
     running: dict[str, np.ndarray] = {}       # nored_rescale: the running row max
     vals: dict[str, np.ndarray] = {}
