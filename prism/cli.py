@@ -999,9 +999,9 @@ def _search_arguments(sp: argparse.ArgumentParser) -> None:
                     "across blocks and a second kernel (split-key attention); on for "
                     "`optimize`, off for `search` (Prism's caps)")
     sp.add_argument("--member-bound", action=argparse.BooleanOptionalAction, default=None,
-                    help="branch and bound on each complete program's best modeled member, "
-                    "before it is verified (prunes in a one-kernel search; costs a search of "
-                    "the tuner's sizes per member)")
+                    help="branch and bound on each complete program's best modeled member "
+                    "that the quick trial does not refute, before its proof (prunes in a "
+                    "one-kernel search); on for `optimize`, off for `search` (Prism's caps)")
     sp.add_argument("--grid-dims", type=_grid_dims, help="grid-dim counts to try, e.g. 1,2")
     sp.add_argument("--block-ops", help="block vocabulary, comma-separated (default: Prism's "
                     "twelve block ops; `optimize` adds the program's other ops)")

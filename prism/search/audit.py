@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prism.cost.devices import DeviceSpec
@@ -142,10 +143,19 @@ def _best_latency(graph: KernelGraph, config: SearchConfig) -> float | None:
     return None if found is None else found[0]
 
 
+# `best_assignment`'s answers in this process, by the graph (its name left out) and device: a
+# search asks for the same member's several times (the member bound, then its candidate's
+# model; families that differ only in their number of grid dims share members). Dropped whole
+# past `_BEST_LIMIT` entries.
+_BEST: dict[tuple[str, DeviceSpec], tuple[float, dict[str, int]] | None] = {}
+_BEST_LIMIT = 1 << 15
+
+
 def best_assignment(graph: KernelGraph, device: DeviceSpec
                     ) -> tuple[float, dict[str, int]] | None:
     """The feasible assignment (`feasible_assignments`) of least modeled latency, with that
-    latency; the first such in enumeration order; None when none fits.
+    latency; the first such in enumeration order; None when none fits. Remembered per process
+    (`_BEST`): the answer is a function of the graph and the device.
 
     Kernel by kernel where the kernels share no size variable and the kernel tensors have
     concrete shapes (what the search builds): a kernel's modeled latency, its spec and its
@@ -154,6 +164,17 @@ def best_assignment(graph: KernelGraph, device: DeviceSpec
     was cut at `_MAX_ASSIGNMENTS`, so a second kernel was hardly searched). One kernel is
     enumerated exactly as before. The latency returned is the whole program's, modeled once
     at the chosen assignment."""
+    key = (json.dumps(graph_to_json(replace(graph, name="")), sort_keys=True), device)
+    if key not in _BEST:
+        if len(_BEST) >= _BEST_LIMIT:
+            _BEST.clear()
+        _BEST[key] = _best_assignment(graph, device)
+    best = _BEST[key]
+    return None if best is None else (best[0], dict(best[1]))
+
+
+def _best_assignment(graph: KernelGraph, device: DeviceSpec
+                     ) -> tuple[float, dict[str, int]] | None:
     from prism.cost import modeled
     parts = _kernel_parts(graph)
     env: dict[str, int] = {}

@@ -89,11 +89,12 @@ class SearchConfig:
     # defaults.
     split_loops: bool = False
     # cost_bound's bound of a complete program of one custom kernel (`pruning.family_bound_us`):
-    # the best modeled member over the tuner's sizes, or, when the split move applies to a
-    # member, its launch and bytes (what any program the move makes of it costs at least). The
-    # bound then reads the family's grid, loop and maps, not only its kernel tensors, so it
-    # prunes in a one-kernel search. Off by default: finding a member's best assignment costs
-    # about what verifying the member costs (`bench/results/2026-12-03-member-bound.json`).
+    # the best modeled member over the tuner's sizes, of the members the verifier does not
+    # show not equivalent before a proof (the spec check, the quick trial, whose verdicts the
+    # search then takes), or, when the split move applies to one of those, its launch and bytes
+    # (what any program the move makes of it costs at least). The bound then reads the family's
+    # grid, loop and maps, not only its kernel tensors, so it prunes in a one-kernel search.
+    # Off in Prism's caps; on in `superoptimize`'s (`pipeline.search_config_for`).
     member_bound: bool = False
     # The order a node tries its children in (`prism.search.order`): "canonical" (the
     # generator's own), "analytic" (by the family's modeled lower bound), or an `Order`

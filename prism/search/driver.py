@@ -30,7 +30,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -71,7 +71,7 @@ from prism.trace import (
     SearchFinished,
     Tracer,
 )
-from prism.verify.equiv import Limits, Verdict, verify
+from prism.verify.equiv import Limits, Verdict, before_proof, verify
 from prism.verify.translate import leaf
 
 if TYPE_CHECKING:
@@ -414,6 +414,12 @@ class _Run:
         self.ctx = Context(self.abstract, config, frozenset(needed),
                            shape_outputs=bool(egraph_rules & set(config.disabled))
                            or observe in egraph_rules | {"out_of_reach"}, observed=observe)
+        # the member bound's verdicts before a proof, for the family it bounded last (its
+        # kernel state, its members, their verdicts: None where a proof must decide), which
+        # `complete` takes instead of instantiating and trying the members again
+        self.screened: tuple[KernelState, list[KernelGraph], list[Verdict | None]] | None = None
+        if config.member_bound and not config.concrete:
+            self.ctx.screen = self._screen
         self.observe = observe
         self.observed: list[tuple[Family, Pruned]] = []
         self.stop_reason: str | None = None
@@ -489,7 +495,8 @@ class _Run:
             return
         if out.provisional:
             out = _numbered(_bounded(out, self.ctx.incumbent_us, self.ctx.incumbent_id,
-                                     self.config.device.name), numbering)
+                                     self.config.device.name, self.ctx.screen is not None),
+                            numbering)
         res.generated += out.generated
         gen.count += out.generated
         res.pruned.update(out.pruned)
@@ -566,12 +573,18 @@ class _Run:
         if found is None:
             found = []
             fixed = self.config.concrete & {"imap", "fmap", "omap"}
-            for member in instantiate(graph, kernel.equalities, limit=MAP_LIMIT, fixed=fixed):
+            screened, self.screened = self.screened, None
+            members: Iterable[KernelGraph] = \
+                instantiate(graph, kernel.equalities, limit=MAP_LIMIT, fixed=fixed)
+            early: Iterable[Verdict | None] = itertools.repeat(None)
+            if screened is not None and screened[0] is kernel:
+                members, early = screened[1], screened[2]
+            for member, verdict in zip(members, early, strict=False):   # early: repeat()
                 if self.should_stop():
                     raise Stop
                 if self.config.concrete and not self._fits(member):
                     continue
-                found.append(self.check(member, family.id))
+                found.append(self.check(member, family.id, verdict=verdict))
             if len(found) >= MAP_LIMIT:
                 self.note(f"family {family.id}: map instantiation stopped at {MAP_LIMIT} "
                           "members; some were not verified")
@@ -581,6 +594,15 @@ class _Run:
         if self.stop_at_first_best and any(c.modeled_us is not None for c in found
                                            if c.verdict.verdict == "equivalent"):
             raise Stop
+
+    def _screen(self, kernel: KernelState, members: list[KernelGraph]) -> list[bool]:
+        """`Context.screen`: which members may be equivalent, by what the verifier decides
+        before a proof (`before_proof`: the spec check, the quick trial). Their verdicts are
+        kept for the family's completion, which verifies these members (a member that passed
+        goes straight to its proof)."""
+        early = [before_proof(self.target, m, self.proofs) for m in members]
+        self.screened = (kernel, members, early)
+        return [v is None for v in early]
 
     def _fits(self, member: KernelGraph) -> bool:
         """In the concrete mode, a member whose sizes are all numbers must fit the device: the
@@ -786,6 +808,7 @@ class _Run:
         self.tracer, self.cancel, self.deadline, self.family_limit = tracer, cancel, deadline, limit
         self.result = SearchResult(self.result.target, self.config)
         self.stop_reason = None
+        self.screened = None
         self.cid_prefix, self.cid_base = numbering.candidate_prefix, numbering.candidate_base
         gen = self.generator
         gen.id_prefix, gen.count, gen.seen = numbering.family_prefix, numbering.family_base, set()
@@ -953,7 +976,7 @@ class _Run:
         if ctx.incumbent_us is None:
             return None
         return cost_bound_prune(bound, ctx.incumbent_us, ctx.incumbent_id,
-                                self.config.device.name)
+                                self.config.device.name, ctx.screen is not None)
 
     def run(self) -> SearchResult:
         inputs = [Tensor(t, self.target.shape(t), leaf(name))
@@ -1159,7 +1182,7 @@ def _renamed_candidate(c: Candidate, name: Callable[[str], str]) -> Candidate:
 
 
 def _bounded(out: TaskOutcome, incumbent_us: float | None, incumbent_id: str | None,
-             device: str) -> TaskOutcome:
+             device: str, screened: bool = False) -> TaskOutcome:
     """A worker's outcome as one depth-first search would have made it: branch and bound
     replayed with the walk's incumbent (and each better candidate as the task found it). The
     task started from a worse incumbent, so it pruned a subset of what that search prunes:
@@ -1236,7 +1259,7 @@ def _bounded(out: TaskOutcome, incumbent_us: float | None, incumbent_id: str | N
             events.append(_renamed_event(e, name))
             if isinstance(e, FamilyGenerated) and eid in bounded:
                 bound, at, by = bounded[eid]
-                why = cost_bound_prune(bound, at, by, device)
+                why = cost_bound_prune(bound, at, by, device, screened)
                 assert why is not None
                 events.append(_renamed_event(FamilyPruned(eid, e.parent, why.rule, why.reason,
                                                           why.evidence), name))

@@ -93,6 +93,10 @@ class Context:
     observed: str | None = None      # the rule an audit evaluates without enforcing it
     # assignments that fitted the device in earlier families (`check_hardware`'s witnesses)
     witnesses: list[dict[str, int]] = field(default_factory=list)
+    # which members of a complete family (its kernel state, its members) may be equivalent:
+    # the verifier's checks before a proof, which the driver keeps for the family's
+    # completion. What `members_bound_us` bounds; None: every member counts
+    screen: Callable[[KernelState, list[KernelGraph]], list[bool]] | None = None
 
     def output_index(self, tensor: Tensor) -> int | None:
         """Which target output a kernel tensor may be. With the abstract-expression rule on,
@@ -456,7 +460,7 @@ def cost_bound(ctx: Context, fam: Family) -> Pruned | None:
     if fam.level not in ("close", "kernel") or ctx.incumbent_us is None:
         return None
     return cost_bound_prune(family_bound_us(fam, ctx), ctx.incumbent_us,
-                            ctx.incumbent_id, ctx.config.device.name)
+                            ctx.incumbent_id, ctx.config.device.name, ctx.screen is not None)
 
 
 def family_bound_us(fam: Family, ctx: Context) -> float:
@@ -471,7 +475,7 @@ def family_bound_us(fam: Family, ctx: Context) -> float:
 
     With `SearchConfig.member_bound`, a close family of a one-kernel search that computes
     every target output is one program (nothing follows it: `Generator.kernel_level`), and its
-    bound is its members' (`members_bound_us`)."""
+    bound is its members' that may be equivalent (`members_bound_us`)."""
     from prism.cost import lower_bound_us, next_kernel_us
     device = ctx.config.device
     if ctx.config.max_custom_kernels < 2:
@@ -492,15 +496,18 @@ MAP_LIMIT = 512     # concrete-map members verified per complete family
 
 
 def members_bound_us(kernel: KernelState, outputs: tuple[int, ...], ctx: Context) -> float:
-    """The least modeled latency any program of a complete family can reach, over the members
-    the search verifies (its map instantiations, `MAP_LIMIT` of them): each member's best
-    assignment over the tuner's sizes (`audit.best_assignment`, the number an incumbent is).
+    """The least modeled latency any equivalent program of a complete family can reach, over
+    the members the search verifies (its map instantiations, `MAP_LIMIT` of them): each
+    member's best assignment over the tuner's sizes (`audit.best_assignment`, the number an
+    incumbent is).
     When the split move (`SearchConfig.split_loops`) makes a program of any member, the
     family's memory floor instead (`memory_floor_us`: one launch and its kernel tensors once
     over HBM), below what any program the move makes costs: it reads the member's inputs and
-    writes its outputs, in one kernel or two. A member that fits the device at no assignment
-    is no program and is left out; a family none of whose members fits is bounded by 0 (the
-    other rules and the verifier decide it)."""
+    writes its outputs, in one kernel or two. A member that `ctx.screen` shows not equivalent
+    (the spec check or the verifier's quick trial: a counterexample) is left out, and so is
+    one that fits the device at no assignment (no program). A family none of whose members is
+    left is bounded by 0: the verifier decides its members, each with its counterexample, and
+    the family is no `not_better` prune."""
     from prism.cost import memory_floor_us
     from prism.search.audit import best_assignment
     from prism.search.maps import instantiate
@@ -508,6 +515,10 @@ def members_bound_us(kernel: KernelState, outputs: tuple[int, ...], ctx: Context
     device = ctx.config.device
     fixed = ctx.config.concrete & {"imap", "fmap", "omap"}
     members = list(instantiate(graph, kernel.equalities, limit=MAP_LIMIT, fixed=fixed))
+    if ctx.screen is not None:
+        members = [m for m, may in zip(members, ctx.screen(kernel, members), strict=True)
+                   if may]
+    # (the split pass moves proved members only, so a member shown not equivalent moves none)
     if ctx.config.split_loops and any(_moved(m) for m in members):
         # the members share their kernel tensors, so this floor is the family's (and below
         # `lower_bound_us`, which adds FLOPs): the bound says nothing more
@@ -524,12 +535,16 @@ def _moved(member: KernelGraph) -> bool:
 
 
 def cost_bound_prune(bound: float, incumbent_us: float, incumbent_id: str | None,
-                     device: str) -> Pruned | None:
-    """`cost_bound`'s decision on a family whose programs take ≥ `bound` µs."""
+                     device: str, screened: bool = False) -> Pruned | None:
+    """`cost_bound`'s decision on a family whose programs take ≥ `bound` µs (`screened`: those
+    of its programs the verifier does not show not equivalent before a proof, the member
+    bound's)."""
     if bound <= incumbent_us:
         return None
+    which = "that may be equivalent (the others fail the spec check or a random trial) " \
+        if screened else ""
     return Pruned("cost_bound",
-                  f"every program of this family takes ≥ {bound:.2f} µs (modeled, "
+                  f"every program of this family {which}takes ≥ {bound:.2f} µs (modeled, "
                   f"{device}); candidate {incumbent_id} takes {incumbent_us:.2f} µs",
                   {"lower_bound_us": bound, "incumbent_us": incumbent_us,
                    "incumbent": incumbent_id, "device": device, "claim": "not_better"})

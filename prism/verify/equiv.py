@@ -26,6 +26,7 @@ range? The answer is a value — `Proved(steps)`, `Refuted(counterexample)`, `Un
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -134,32 +135,10 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
     counterexample, which its reason says, and one whose terms passed the trial goes straight
     to the proof."""
     clock = _Clock()
-    invalid = invalid_reason(target, candidate)
-    if invalid:
-        return Verdict("invalid", "spec", clock(), reason=invalid)
-    if refute_first:
-        key = _terms_key(target, candidate) if proofs is not None and limits.seconds is None \
-            else None
-        seen = proofs.get(key) if proofs is not None and key is not None else None
-        if seen is not None and seen[0] == "refuted":
-            first: Verdict = seen[1]
-            return replace(first, seconds=clock(), reason=(
-                "its terms are those of an earlier candidate of this search (the same program "
-                f"up to rounding), where {first.reason}; the counterexample is that "
-                "candidate's"))
-        env = _small_assignment(candidate) if seen is None else None
-        if env is not None:
-            quick = random_test(target, candidate, assignments=[env], trials=1)
-            if quick.found_difference:
-                cex = quick.counterexample.to_json() if quick.counterexample else None
-                refuted = Verdict("not_equivalent", quick.method, clock(), counterexample=cex,
-                                  reason=f"random testing at {env or 'its sizes'} found a "
-                                         "difference")
-                if proofs is not None and key is not None:
-                    proofs[key] = ("refuted", refuted)
-                return refuted
-        if proofs is not None and key is not None:
-            proofs[key] = ("passed",)
+    early = before_proof(target, candidate, proofs if limits.seconds is None else None,
+                         refute_first=refute_first, clock=clock)
+    if early is not None:
+        return early
     notes: list[str] = []
     gaps: list[dict[str, Any]] = []
     table = rules() if table is None else table
@@ -174,6 +153,45 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
                              loop_first=True, memo=memo)
     return verdict if verdict is not None else \
         _fallback(target, candidate, clock, notes, gaps[-1] if gaps else None)
+
+
+def before_proof(target: KernelGraph, candidate: KernelGraph,
+                 proofs: dict[Any, Any] | None = None, *, refute_first: bool = True,
+                 clock: Callable[[], float] | None = None) -> Verdict | None:
+    """What `verify` decides before it tries a proof: "invalid" for a candidate the spec check
+    rejects, and with `refute_first` "not_equivalent" for one the quick trial refutes (kept in
+    `proofs` by the candidate's terms, as `verify` keeps it); None when a proof must decide.
+    The search's branch and bound asks this first, to bound a family by the members that may
+    be equivalent (`SearchConfig.member_bound`); a later `verify` of a member that passed the
+    trial goes straight to the proof."""
+    clock = clock or _Clock()
+    invalid = invalid_reason(target, candidate)
+    if invalid:
+        return Verdict("invalid", "spec", clock(), reason=invalid)
+    if not refute_first:
+        return None
+    key = _terms_key(target, candidate) if proofs is not None else None
+    seen = proofs.get(key) if proofs is not None and key is not None else None
+    if seen is not None and seen[0] == "refuted":
+        first: Verdict = seen[1]
+        return replace(first, seconds=clock(), reason=(
+            "its terms are those of an earlier candidate of this search (the same program "
+            f"up to rounding), where {first.reason}; the counterexample is that "
+            "candidate's"))
+    env = _small_assignment(candidate) if seen is None else None
+    if env is not None:
+        quick = random_test(target, candidate, assignments=[env], trials=1)
+        if quick.found_difference:
+            cex = quick.counterexample.to_json() if quick.counterexample else None
+            refuted = Verdict("not_equivalent", quick.method, clock(), counterexample=cex,
+                              reason=f"random testing at {env or 'its sizes'} found a "
+                                     "difference")
+            if proofs is not None and key is not None:
+                proofs[key] = ("refuted", refuted)
+            return refuted
+    if proofs is not None and key is not None:
+        proofs[key] = ("passed",)
+    return None
 
 
 def _terms_key(target: KernelGraph, candidate: KernelGraph) -> tuple[Any, ...] | None:

@@ -48,10 +48,11 @@ def config_for(case: str) -> tuple[Any, SearchConfig]:
     workload, kind, caps = CASES[case]
     graph = get_workload(workload).graph
     # the split move (on in the pipeline's config) runs after the depth-first search and
-    # only adds candidates; the records hold the depth-first search itself. "program": the
-    # program's own ops (the pipeline's vocabulary when these were recorded)
+    # only adds candidates; the records hold the depth-first search itself, and without the
+    # member bound (on in the pipeline's config since: it prunes complete programs).
+    # "program": the program's own ops (the pipeline's vocabulary when these were recorded)
     base = SearchConfig(budget_s=3600) if kind == "prism" else \
-        replace(search_config_for(graph, 3600), split_loops=False,
+        replace(search_config_for(graph, 3600), split_loops=False, member_bound=False,
                 block_ops=program_block_ops(graph))
     # `out_of_reach` came after the records and prunes more (the same candidates: the test
     # with it on, `test_out_of_reach_keeps_every_recorded_candidate`)

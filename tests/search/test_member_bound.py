@@ -19,6 +19,7 @@ from prism.search.maps import instantiate
 from prism.search.pruning import members_bound_us
 from prism.search.split import split_loop
 from prism.trace import FamilyGenerated, FamilyPruned, Tracer
+from prism.verify.equiv import before_proof
 
 from .test_executors import outcome
 
@@ -129,3 +130,54 @@ def test_a_family_the_split_move_takes_is_bounded_by_its_memory_floor(cases):
 
     search(cases.small("attention").graph, _config(cases, rules=(("watch", watch),)))
     assert seen["split"] > 0 and seen["whole"] > 0
+
+
+def test_the_member_bound_reads_only_members_that_may_be_equivalent(cases):
+    """With the bound on, a family is bounded by its members that the verifier does not show
+    not equivalent before a proof (the spec check, the quick trial: `before_proof`), found
+    again here without the search's memo: a family whose members all fail is bounded by 0 (the
+    verifier rejects them, each with its counterexample), and a family the split move takes
+    through a member that may be equivalent by its memory floor."""
+    graph = cases.small("attention").graph
+    seen = {"none_left": 0, "some_shown": 0, "split": 0, "whole": 0}
+
+    def watch(ctx, fam):
+        outputs = ctx.outputs(fam.kernel) if fam.level == "close" else None
+        if outputs is None:
+            return None
+        program = fam.kernel.graph(outputs, name="watched")
+        members = list(instantiate(program, fam.kernel.equalities))
+        left = [m for m in members if before_proof(graph, m) is None]
+        bound = members_bound_us(fam.kernel, outputs, ctx)
+        seen["some_shown"] += len(left) < len(members)
+        if not left:
+            seen["none_left"] += 1
+            assert bound == 0.0
+        elif any(split_loop(m)[0] is not None for m in left):
+            seen["split"] += 1
+            assert bound == memory_floor_us(program, H100)
+        else:
+            seen["whole"] += 1
+            bests = [b[0] for m in left if (b := best_assignment(m, H100)) is not None]
+            assert bound == min(bests, default=0.0)
+        return None
+
+    search(graph, _config(cases, member_bound=True, rules=(("watch", watch),)))
+    assert seen["some_shown"] and seen["split"] and seen["whole"], seen
+
+
+def test_members_the_bound_tried_keep_their_verdicts(cases):
+    """The members a bound tried before a proof are verified from what it found (the search
+    does not try them again): every candidate's verdict, method, reason and counterexample
+    are those of the search without the bound, where both have it."""
+    graph = cases.small("attention").graph
+
+    def told(result):
+        return {c.graph.to_json().__repr__(): (c.verdict.verdict, c.verdict.method,
+                                               c.verdict.reason, c.verdict.counterexample)
+                for c in result.candidates}
+    mine = told(search(graph, _config(cases, member_bound=True)))
+    theirs = told(search(graph, _config(cases)))
+    shared = set(mine) & set(theirs)
+    assert shared and any(mine[k][0] == "not_equivalent" for k in shared)
+    assert all(mine[k] == theirs[k] for k in shared)
