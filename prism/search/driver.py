@@ -576,10 +576,10 @@ class _Run:
             screened, self.screened = self.screened, None
             members: Iterable[KernelGraph] = \
                 instantiate(graph, kernel.equalities, limit=MAP_LIMIT, fixed=fixed)
-            early: Iterable[Verdict | None] = itertools.repeat(None)
-            if screened is not None and screened[0] is kernel:
+            early: Iterable[Verdict | None] = itertools.repeat(None)    # none decided yet
+            if screened is not None and screened[0] is kernel:     # what the bound tried
                 members, early = screened[1], screened[2]
-            for member, verdict in zip(members, early, strict=False):   # early: repeat()
+            for member, verdict in zip(members, early, strict=False):
                 if self.should_stop():
                     raise Stop
                 if self.config.concrete and not self._fits(member):
