@@ -499,15 +499,15 @@ def members_bound_us(kernel: KernelState, outputs: tuple[int, ...], ctx: Context
     """The least modeled latency any equivalent program of a complete family can reach, over
     the members the search verifies (its map instantiations, `MAP_LIMIT` of them): each
     member's best assignment over the tuner's sizes (`audit.best_assignment`, the number an
-    incumbent is).
-    When the split move (`SearchConfig.split_loops`) makes a program of any member, the
-    family's memory floor instead (`memory_floor_us`: one launch and its kernel tensors once
-    over HBM), below what any program the move makes costs: it reads the member's inputs and
-    writes its outputs, in one kernel or two. A member that `ctx.screen` shows not equivalent
-    (the spec check or the verifier's quick trial: a counterexample) is left out, and so is
-    one that fits the device at no assignment (no program). A family none of whose members is
-    left is bounded by 0: the verifier decides its members, each with its counterexample, and
-    the family is no `not_better` prune."""
+    incumbent is). A member that `ctx.screen` shows not equivalent (the spec check or the
+    verifier's quick trial: a counterexample) is left out, and so is one that fits the device
+    at no assignment (no program). A family none of whose members is left is bounded by 0:
+    the verifier decides its members, each with its counterexample, and the family is no
+    `not_better` prune.
+    When the split move (`SearchConfig.split_loops`, which moves proved members only) makes a
+    program of a member left, the family's memory floor instead (`memory_floor_us`: one
+    launch and its kernel tensors once over HBM), below what any program the move makes
+    costs: it reads the member's inputs and writes its outputs, in one kernel or two."""
     from prism.cost import memory_floor_us
     from prism.search.audit import best_assignment
     from prism.search.maps import instantiate
@@ -518,7 +518,6 @@ def members_bound_us(kernel: KernelState, outputs: tuple[int, ...], ctx: Context
     if ctx.screen is not None:
         members = [m for m, may in zip(members, ctx.screen(kernel, members), strict=True)
                    if may]
-    # (the split pass moves proved members only, so a member shown not equivalent moves none)
     if ctx.config.split_loops and any(_moved(m) for m in members):
         # the members share their kernel tensors, so this floor is the family's (and below
         # `lower_bound_us`, which adds FLOPs): the bound says nothing more
