@@ -599,8 +599,13 @@ class _Run:
         """`Context.screen`: which members may be equivalent, by what the verifier decides
         before a proof (`before_proof`: the spec check, the quick trial). Their verdicts are
         kept for the family's completion, which verifies these members (a member that passed
-        goes straight to its proof)."""
-        early = [before_proof(self.target, m, self.proofs) for m in members]
+        goes straight to its proof). Budgets and cancel are read before each member, as
+        `complete` reads them."""
+        early = []
+        for member in members:
+            if self.should_stop():
+                raise Stop
+            early.append(before_proof(self.target, member, self.proofs))
         self.screened = (kernel, members, early)
         return [v is None for v in early]
 
