@@ -497,13 +497,15 @@ MAP_LIMIT = 512     # concrete-map members verified per complete family
 
 def members_bound_us(kernel: KernelState, outputs: tuple[int, ...], ctx: Context) -> float:
     """The least modeled latency any equivalent program of a complete family can reach, over
-    the members the search verifies (its map instantiations, `MAP_LIMIT` of them): each
+    the members the search verifies (its map instantiations): each
     member's best assignment over the tuner's sizes (`audit.best_assignment`, the number an
     incumbent is). A member that `ctx.screen` shows not equivalent (the spec check or the
     verifier's quick trial: a counterexample) is left out, and so is one that fits the device
     at no assignment (no program). A family none of whose members is left is bounded by 0:
     the verifier decides its members, each with its counterexample, and the family is no
-    `not_better` prune.
+    `not_better` prune. So is a family of `MAP_LIMIT` members or more: the search verifies
+    only its first `MAP_LIMIT` (and says so), and a bound over those would claim more than
+    was read.
     When the split move (`SearchConfig.split_loops`, which moves proved members only) makes a
     program of a member left, the family's memory floor instead (`memory_floor_us`: one
     launch and its kernel tensors once over HBM), below what any program the move makes
@@ -515,6 +517,8 @@ def members_bound_us(kernel: KernelState, outputs: tuple[int, ...], ctx: Context
     device = ctx.config.device
     fixed = ctx.config.concrete & {"imap", "fmap", "omap"}
     members = list(instantiate(graph, kernel.equalities, limit=MAP_LIMIT, fixed=fixed))
+    if len(members) >= MAP_LIMIT:   # perhaps more than were read: no claim about the rest
+        return 0.0
     if ctx.screen is not None:
         members = [m for m, may in zip(members, ctx.screen(kernel, members), strict=True)
                    if may]

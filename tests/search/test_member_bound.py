@@ -181,3 +181,32 @@ def test_members_the_bound_tried_keep_their_verdicts(cases):
     shared = set(mine) & set(theirs)
     assert shared and any(mine[k][0] == "not_equivalent" for k in shared)
     assert all(mine[k] == theirs[k] for k in shared)
+
+
+def test_a_family_with_more_members_than_are_read_is_not_bounded(cases, monkeypatch):
+    """The bound reads at most `MAP_LIMIT` members, as the search verifies at most that many:
+    a family that reaches the limit is bounded by 0 (no claim about members not read), any
+    other by its best member, found again here over all its members by enumeration. With the
+    limit at 20, some families at it would have had a bound above 0."""
+    import prism.search.pruning as pruning
+    monkeypatch.setattr(pruning, "MAP_LIMIT", 20)     # its families have 16 to 51 members
+    seen = {"at_limit_would_bound": 0, "below_limit_bounded": 0}
+
+    def watch(ctx, fam):
+        outputs = ctx.outputs(fam.kernel) if fam.level == "close" else None
+        if outputs is None:
+            return None
+        graph = fam.kernel.graph(outputs, name="watched")
+        members = list(instantiate(graph, fam.kernel.equalities))
+        bound = members_bound_us(fam.kernel, outputs, ctx)
+        bests = [b[0] for m in members if (b := best_assignment(m, H100)) is not None]
+        if len(members) >= 20:
+            assert bound == 0.0
+            seen["at_limit_would_bound"] += min(bests, default=0.0) > 0
+        elif not any(split_loop(m)[0] is not None for m in members):
+            assert bound == min(bests, default=0.0)
+            seen["below_limit_bounded"] += bound > 0
+        return None
+
+    search(cases.small("attention").graph, _config(cases, rules=(("watch", watch),)))
+    assert seen["at_limit_would_bound"] and seen["below_limit_bounded"], seen
