@@ -2,11 +2,14 @@
 the local one. Each run is `prism search TARGET --json` in a process of its own, on this machine.
 
     .venv/bin/python bench/executors.py [TARGET ...] [--runs local:1 processes:2 ray:2]
-                                        [--budget S] [--json OUT]
+                                        [--budget S] [--prism-vocabulary | --pipeline]
+                                        [--json OUT]
 
 A target is a workload name; `--prism-vocabulary` searches with Prism's default block
-vocabulary (not the program's own ops). The result compared is the JSON less its timings
-(`seconds`, proof seconds and e-graph reports) and the `executor` entry.
+vocabulary (not the program's own ops); `--pipeline` with `superoptimize`'s own config
+(`pipeline.search_config_for`: the full vocabulary, a block reading every input, the split move
+and the member bound), given to `prism search` as its flags. The result compared is the JSON
+less its timings (`seconds`, proof seconds and e-graph reports) and the `executor` entry.
 """
 
 from __future__ import annotations
@@ -33,11 +36,25 @@ def _stable(doc: Any) -> Any:
     return doc
 
 
-def run(target: str, executor: str, workers: int, budget: float, prism: bool) -> dict[str, Any]:
+def pipeline_flags(target: str) -> list[str]:
+    """`prism search`'s flags for `superoptimize`'s search config of a workload."""
+    from prism.pipeline import search_config_for
+    from prism.search import SearchConfig
+    from prism.workloads import get_workload
+    config = search_config_for(get_workload(target).graph, 600.0)   # (the budget is a flag)
+    assert (config.max_custom_kernels, config.max_block_outputs) == \
+        (SearchConfig.max_custom_kernels, SearchConfig.max_block_outputs), "flags to add here"
+    return ["--block-ops", ",".join(config.block_ops),
+            "--max-block-inputs", str(config.max_block_inputs),
+            "--device", config.device.name,
+            "--split-loops" if config.split_loops else "--no-split-loops",
+            "--member-bound" if config.member_bound else "--no-member-bound"]
+
+
+def run(target: str, executor: str, workers: int, budget: float, flags: list[str]
+        ) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "prism", "search", target, "--json", "--budget", str(budget),
-           "--executor", executor, "--workers", str(workers)]
-    if prism:
-        cmd += ["--block-ops", "matmul,exp,square,sqrt,silu,gelu,relu,add,mul,div,pow,rms_norm"]
+           "--executor", executor, "--workers", str(workers), *flags]
     start = time.perf_counter()
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -58,15 +75,21 @@ def main() -> None:
     parser.add_argument("--runs", nargs="*", default=["local:1", "processes:1", "processes:2",
                                                       "ray:2"])
     parser.add_argument("--budget", type=float, default=600.0)
-    parser.add_argument("--prism-vocabulary", action="store_true")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--prism-vocabulary", action="store_true")
+    how.add_argument("--pipeline", action="store_true",
+                     help="superoptimize's search config (pipeline.search_config_for)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     rows = []
     for target in args.targets:
+        flags = pipeline_flags(target) if args.pipeline else \
+            ["--block-ops", "matmul,exp,square,sqrt,silu,gelu,relu,add,mul,div,pow,rms_norm"] \
+            if args.prism_vocabulary else []
         base = None
         for spec in args.runs:
             executor, workers = spec.split(":")
-            row = run(target, executor, int(workers), args.budget, args.prism_vocabulary)
+            row = run(target, executor, int(workers), args.budget, flags)
             stable = row.pop("_stable")
             base = base if base is not None else stable
             row["same_as_first"] = stable == base
