@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,20 @@ def _stable(doc: Any) -> Any:
     if isinstance(doc, list):
         return [_stable(v) for v in doc]
     return doc
+
+
+def differences(a: Any, b: Any, path: str = "") -> Counter[str]:
+    """Where two results differ, counted by path (list indices as [*])."""
+    out: Counter[str] = Counter()
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            out += differences(a.get(k), b.get(k), f"{path}.{k}")
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for x, y in zip(a, b, strict=True):
+            out += differences(x, y, f"{path}[*]")
+    elif a != b:
+        out[path or "."] += 1
+    return out
 
 
 def pipeline_flags(target: str) -> list[str]:
@@ -93,10 +108,13 @@ def main() -> None:
             stable = row.pop("_stable")
             base = base if base is not None else stable
             row["same_as_first"] = stable == base
+            if stable != base:     # what differs, by field, and how many times
+                row["differs"] = dict(differences(base, stable))
             rows.append(row)
             print(f"{target:16s} {executor:9s} ×{workers}  search {row['search_seconds']:7.2f} s"
                   f"  process {row['process_seconds']:7.2f} s  {row['families']:7d} families  "
-                  f"{row['tasks']} tasks  same result: {row['same_as_first']}", flush=True)
+                  f"{row['tasks']} tasks  same result: {row['same_as_first']}"
+                  + (f"  differs: {row['differs']}" if "differs" in row else ""), flush=True)
     if args.json:
         args.json.write_text(json.dumps({"command": " ".join(sys.argv), "rows": rows},
                                         indent=1) + "\n")
