@@ -29,7 +29,7 @@ import os
 import re
 import threading
 import time
-from collections import Counter
+from collections import ChainMap, Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -71,7 +71,7 @@ from prism.trace import (
     SearchFinished,
     Tracer,
 )
-from prism.verify.equiv import Limits, Verdict, before_proof, verify
+from prism.verify.equiv import Limits, Verdict, before_proof, copied_from, verify
 from prism.verify.translate import leaf
 
 if TYPE_CHECKING:
@@ -399,6 +399,14 @@ class _Run:
         # proof attempts by their terms (`verify(proofs=)`): candidates that translate alike
         # share one e-graph run
         self.proofs: dict[Any, Any] = first.proofs if first is not None else {}
+        # the quick trials' refutations by terms (`verify(trials=)`), which a later candidate
+        # with the same terms copies: in the proofs memo, except in the walk over the cuts,
+        # which keeps them in its own order (and lends them to the tasks it runs in place),
+        # so a copy is the one a single depth-first search makes, whatever the executor
+        # (`_as_walked`)
+        self.trials: dict[Any, Any] = {} if split == "absorb" else self.proofs
+        if split == "absorb" and session is not None:
+            session.walked = self.trials
         # the seed's pass (`_seed`): stop after this many candidates, or at the first family
         # with a modeled equivalent member
         self.candidate_limit: int | None = None
@@ -501,12 +509,17 @@ class _Run:
         gen.count += out.generated
         res.pruned.update(out.pruned)
         res.set_aside.update(out.set_aside)
+        walked = {c.id: c.verdict for c in out.candidates if self._as_walked(c)}
         res.candidates += out.candidates
         res.families += out.families
         for text in out.notes:
             if text not in res.notes:
                 res.notes.append(text)
         for event in out.events or ():
+            if isinstance(event, CandidateRejected) and event.id in walked:
+                verdict = walked[event.id]
+                event = replace(event, counterexample=verdict.counterexample or
+                                {"reason": verdict.reason})
             self.tracer.emit(event)
         if out.events_dropped:
             self.note(f"the workers sent each task's first "
@@ -602,10 +615,13 @@ class _Run:
         goes straight to its proof). Budgets and cancel are read before each member, as
         `complete` reads them."""
         early = []
+        # its refutations join `trials` as candidates (`check`): a pruned family's members
+        # are none, and a later candidate copies none of them
+        trials = ChainMap({}, self.trials)
         for member in members:
             if self.should_stop():
                 raise Stop
-            early.append(before_proof(self.target, member, self.proofs))
+            early.append(before_proof(self.target, member, self.proofs, trials=trials))
         self.screened = (kernel, members, early)
         return [v is None for v in early]
 
@@ -732,7 +748,7 @@ class _Run:
         if hit is None:
             lim = self.config.verify_limits
             verdict = verify(reference, program, Limits(lim.iterations, lim.nodes),
-                             refute_first=True, proofs=self.proofs)
+                             refute_first=True, proofs=self.proofs, trials=self.trials)
             best = best_assignment(program, self.config.device) \
                 if model and verdict.verdict == "equivalent" else None
             hit = self.kernel_checks[key] = (verdict, best)
@@ -755,6 +771,11 @@ class _Run:
         elif verdict is None:
             verdict = self.verdict_of(member, refute_first)
         cand = Candidate(cid, family, member, verdict)
+        if self.split == "absorb":
+            self._as_walked(cand)
+            verdict = cand.verdict
+        elif verdict.terms and not verdict.copied:      # a refutation a later one may copy
+            self.trials.setdefault(("refuted", verdict.terms), verdict)
         self.result.candidates.append(cand)
         if self.recording is not None:
             self.recording.candidate_at.append(len(self.recording.records))
@@ -782,6 +803,31 @@ class _Run:
             self.tracer.emit(CandidateUndecided(cid, family, verdict.reason, verdict.method))
         return cand
 
+    def _as_walked(self, cand: Candidate) -> bool:
+        """The walk over the cuts: a quick trial's refutation as a single depth-first search
+        gives it, which copies the first refutation of the same terms in its order. A
+        candidate verified elsewhere (the first pass, a worker: their own orders) takes the
+        walk's copy; one the walk meets first keeps its own trial, run here if its process
+        copied it from a candidate later in the walk. Whether it changed."""
+        verdict = cand.verdict
+        if not verdict.terms:
+            return False
+        first = self.trials.get(("refuted", verdict.terms))
+        if first is None:
+            if verdict.copied:
+                verdict = before_proof(self.target, cand.graph, {}, trials=self.trials) \
+                    or verdict
+            else:
+                self.trials[("refuted", verdict.terms)] = verdict
+        elif first is not verdict:
+            copy = copied_from(first, verdict.seconds)
+            if not verdict.copied or (verdict.reason, verdict.counterexample) != \
+                    (copy.reason, copy.counterexample):
+                verdict = copy
+        changed = verdict is not cand.verdict
+        cand.verdict = verdict
+        return changed
+
     def verdict_of(self, member: KernelGraph, refute_first: bool = True) -> Verdict:
         """A member's verdict against the target. Counts only (iterations, nodes): a verdict
         never depends on how busy the machine is."""
@@ -789,7 +835,7 @@ class _Run:
         if self.config.concrete & {"grid", "loop"} and not member.free_vars():
             return mirage_check(self.target, member)   # the concrete mode: Mirage's
         return verify(self.target, member, Limits(lim.iterations, lim.nodes),
-                      refute_first=refute_first, proofs=self.proofs)
+                      refute_first=refute_first, proofs=self.proofs, trials=self.trials)
 
     def _model(self, cand: Candidate, *given: tuple[float, dict[str, int]] | None) -> None:
         """The candidate's modeled latency at its best assignment that fits the device (sizes
@@ -844,7 +890,7 @@ class _Run:
             keep=False, budget=self.tracer.budget), self.cancel, split="collect", ids=self.ids,
             abstract=self.abstract)
         run.start, run.deadline = self.start, self.deadline
-        run.proofs, run.kernel_checks = self.proofs, self.kernel_checks
+        run.proofs, run.kernel_checks, run.trials = self.proofs, self.kernel_checks, self.trials
         run.kernel_choice_lists = self.kernel_choice_lists
         return run
 

@@ -240,6 +240,8 @@ class Session:
         self.tracer: Tracer | None = None
         self._here: _Run | None = None
         self.deadline = 0.0
+        # the walk's quick-trial refutations (`_Run.trials`), which a task run in place shares
+        self.walked: dict[Any, Any] | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "workers": self.workers}
@@ -256,6 +258,8 @@ class Session:
             job = self.job
             self._here = _Run(job.target, job.label, job.config, Tracer(keep=False), None,
                               abstract=self.abstract)
+        if self.walked is not None:
+            self._here.trials = self.walked
         assert self.tracer is not None
         return self._here.run_task(task, self.tracer, numbering, self.deadline, limit,
                                    self.cancel)

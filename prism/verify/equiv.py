@@ -25,8 +25,9 @@ range? The answer is a value — `Proved(steps)`, `Refuted(counterexample)`, `Un
 
 from __future__ import annotations
 
+import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -69,6 +70,11 @@ class Verdict:
     # Without a proof after a saturated e-graph: where the candidate's and the target's terms
     # come closest (`EGraph.nearest_gap`), the two subterms an identity would have to join.
     gap: dict[str, Any] | None = None
+    # A quick trial's refutation: the digest of the terms it is kept by (`_terms_key`), and
+    # whether it was copied from an earlier candidate with those terms (`copied_from`). Not
+    # part of the verdict: the search puts copies in its walk's order by them.
+    terms: str = field(default="", compare=False)
+    copied: bool = field(default=False, compare=False)
 
     @property
     def proof_steps(self) -> int:
@@ -113,7 +119,8 @@ class _Clock:
 
 def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(), *,
            refute_first: bool = False, table: list[Rule] | None = None,
-           proofs: dict[Any, Any] | None = None) -> Verdict:
+           proofs: dict[Any, Any] | None = None,
+           trials: MutableMapping[Any, Any] | None = None) -> Verdict:
     """Prove with grid and loop sizes as opaque symbols, so the proof holds for every size; a
     candidate whose sizes are constants and which that cannot prove is tried once more with its
     sizes known (a kernel may rely on them: a split that meets the previous kernel's
@@ -133,10 +140,10 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
     are equal compute one function (the translation is what every proof rests on), so a
     candidate whose terms an earlier one refuted is refuted with that candidate's
     counterexample, which its reason says, and one whose terms passed the trial goes straight
-    to the proof."""
+    to the proof. `trials`: where the refutations are kept instead (default: `proofs`)."""
     clock = _Clock()
     early = before_proof(target, candidate, proofs if limits.seconds is None else None,
-                         refute_first=refute_first, clock=clock)
+                         refute_first=refute_first, clock=clock, trials=trials)
     if early is not None:
         return early
     notes: list[str] = []
@@ -157,10 +164,12 @@ def verify(target: KernelGraph, candidate: KernelGraph, limits: Limits = Limits(
 
 def before_proof(target: KernelGraph, candidate: KernelGraph,
                  proofs: dict[Any, Any] | None = None, *, refute_first: bool = True,
-                 clock: Callable[[], float] | None = None) -> Verdict | None:
+                 clock: Callable[[], float] | None = None,
+                 trials: MutableMapping[Any, Any] | None = None) -> Verdict | None:
     """What `verify` decides before it tries a proof: "invalid" for a candidate the spec check
     rejects, and with `refute_first` "not_equivalent" for one the quick trial refutes (kept in
-    `proofs` by the candidate's terms, as `verify` keeps it); None when a proof must decide.
+    `trials`, default `proofs`, by the digest of the candidate's terms, as `verify` keeps it;
+    a pass is kept in `proofs`); None when a proof must decide.
     The search's branch and bound asks this first, to bound a family by the members that may
     be equivalent (`SearchConfig.member_bound`); a later `verify` of a member that passed the
     trial goes straight to the proof."""
@@ -170,14 +179,15 @@ def before_proof(target: KernelGraph, candidate: KernelGraph,
         return Verdict("invalid", "spec", clock(), reason=invalid)
     if not refute_first:
         return None
+    kept = proofs if trials is None else trials
     key = _terms_key(target, candidate) if proofs is not None else None
+    digest = "" if key is None else hashlib.blake2b(repr(key).encode(),
+                                                     digest_size=16).hexdigest()
+    if kept is not None and digest:
+        first: Verdict | None = kept.get(("refuted", digest))
+        if first is not None:
+            return copied_from(first, clock())
     seen = proofs.get(key) if proofs is not None and key is not None else None
-    if seen is not None and seen[0] == "refuted":
-        first: Verdict = seen[1]
-        return replace(first, seconds=clock(), reason=(
-            "its terms are those of an earlier candidate of this search (the same program "
-            f"up to rounding), where {first.reason}; the counterexample is that "
-            "candidate's"))
     env = _small_assignment(candidate) if seen is None else None
     if env is not None:
         quick = random_test(target, candidate, assignments=[env], trials=1)
@@ -185,13 +195,20 @@ def before_proof(target: KernelGraph, candidate: KernelGraph,
             cex = quick.counterexample.to_json() if quick.counterexample else None
             refuted = Verdict("not_equivalent", quick.method, clock(), counterexample=cex,
                               reason=f"random testing at {env or 'its sizes'} found a "
-                                     "difference")
-            if proofs is not None and key is not None:
-                proofs[key] = ("refuted", refuted)
+                                     "difference", terms=digest)
+            if kept is not None and digest:
+                kept[("refuted", digest)] = refuted
             return refuted
     if proofs is not None and key is not None:
         proofs[key] = ("passed",)
     return None
+
+
+def copied_from(first: Verdict, seconds: float) -> Verdict:
+    """A quick trial's refutation `first`, for a later candidate with the same terms."""
+    return replace(first, seconds=seconds, copied=True, reason=(
+        "its terms are those of an earlier candidate of this search (the same program up to "
+        f"rounding), where {first.reason}; the counterexample is that candidate's"))
 
 
 def _terms_key(target: KernelGraph, candidate: KernelGraph) -> tuple[Any, ...] | None:

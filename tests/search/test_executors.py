@@ -30,12 +30,14 @@ QUICK = ("swiglu-program-5ops", "attention-program-5ops")
 
 
 def outcome(result) -> dict:
-    """What must not change with the executor: the summary (less the time) and each candidate."""
+    """What must not change with the executor: the summary (less the time) and each candidate,
+    its verdict's reason and counterexample with it."""
     summary = result.summary()
     summary.pop("seconds")
     summary.pop("executor")
     return {"summary": summary,
-            "candidates": [(c.id, c.family, c.verdict.verdict, c.graph.name,
+            "candidates": [(c.id, c.family, c.verdict.verdict, c.verdict.reason,
+                            c.verdict.counterexample, c.graph.name,
                             None if c.modeled_us is None else round(c.modeled_us, 6))
                            for c in result.candidates],
             "families": [f.id for f in result.families]}
@@ -82,6 +84,25 @@ def test_the_cut_changes_nothing_and_the_trace_is_the_same_everywhere(cases):
     for name in ("cut at 1", "local", "processes"):
         assert runs[name][0] == runs["one walk"][0], name
         assert runs[name][1] == runs["one walk"][1], name
+
+
+def test_a_copied_refutation_is_the_one_walk_s_on_every_executor():
+    """A candidate whose terms an earlier candidate's quick trial refuted copies that
+    refutation (`verify(proofs=)`): which earlier candidate is the one depth-first search's,
+    not whichever the process that verified it met first (its own tasks, the first pass). So
+    the reasons and counterexamples are the walk's on the local and processes executors, for
+    superoptimize's search of rmsnorm_matmul, where copies cross the cuts."""
+    from prism.pipeline import search_config_for
+    from prism.workloads import get_workload
+    graph = get_workload("rmsnorm_matmul").graph
+    config = search_config_for(graph, 600)
+    walk = search(graph, replace(config, split_depth=99))
+    copies = [c for c in walk.candidates if c.verdict.copied]
+    assert copies and all("earlier candidate" in c.verdict.reason for c in copies)
+    for where in ("local", Executor("processes", 2)):
+        result = search(graph, config, executor=where)
+        assert result.executor["tasks"] > 0
+        assert outcome(result) == outcome(walk), where
 
 
 def test_too_few_tasks_for_the_workers_are_cut_deeper_and_change_nothing(cases, monkeypatch):
