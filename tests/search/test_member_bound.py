@@ -36,6 +36,18 @@ def _verdicts(result):
     return {c.graph.to_json().__repr__(): c.verdict.verdict for c in result.candidates}
 
 
+def _bounded(ctx, fam):
+    """A complete family the search meets (a rule of a test's own reads it): its program, all
+    its members (enumerated, without the search's limit) and the member bound; None before a
+    family closes."""
+    outputs = ctx.outputs(fam.kernel) if fam.level == "close" else None
+    if outputs is None:
+        return None
+    program = fam.kernel.graph(outputs, name="watched")
+    return (program, list(instantiate(program, fam.kernel.equalities)),
+            members_bound_us(fam.kernel, outputs, ctx))
+
+
 def test_the_member_bound_prunes_and_keeps_the_best(cases):
     graph = cases.small("attention").graph
     plain = search(graph, _config(cases))
@@ -113,12 +125,9 @@ def test_a_family_the_split_move_takes_is_bounded_by_its_memory_floor(cases):
     seen = {"split": 0, "whole": 0}
 
     def watch(ctx, fam):
-        outputs = ctx.outputs(fam.kernel) if fam.level == "close" else None
-        if outputs is None:
+        if (bounded := _bounded(ctx, fam)) is None:
             return None
-        graph = fam.kernel.graph(outputs, name="watched")
-        members = list(instantiate(graph, fam.kernel.equalities))
-        bound = members_bound_us(fam.kernel, outputs, ctx)
+        graph, members, bound = bounded
         if any(split_loop(m)[0] is not None for m in members):
             seen["split"] += 1
             assert bound == memory_floor_us(graph, H100)
@@ -142,13 +151,10 @@ def test_the_member_bound_reads_only_members_that_may_be_equivalent(cases):
     seen = {"none_left": 0, "some_shown": 0, "split": 0, "whole": 0}
 
     def watch(ctx, fam):
-        outputs = ctx.outputs(fam.kernel) if fam.level == "close" else None
-        if outputs is None:
+        if (bounded := _bounded(ctx, fam)) is None:
             return None
-        program = fam.kernel.graph(outputs, name="watched")
-        members = list(instantiate(program, fam.kernel.equalities))
+        program, members, bound = bounded
         left = [m for m in members if before_proof(graph, m) is None]
-        bound = members_bound_us(fam.kernel, outputs, ctx)
         seen["some_shown"] += len(left) < len(members)
         if not left:
             seen["none_left"] += 1
@@ -193,12 +199,9 @@ def test_a_family_with_more_members_than_are_read_is_not_bounded(cases, monkeypa
     seen = {"at_limit_would_bound": 0, "below_limit_bounded": 0}
 
     def watch(ctx, fam):
-        outputs = ctx.outputs(fam.kernel) if fam.level == "close" else None
-        if outputs is None:
+        if (bounded := _bounded(ctx, fam)) is None:
             return None
-        graph = fam.kernel.graph(outputs, name="watched")
-        members = list(instantiate(graph, fam.kernel.equalities))
-        bound = members_bound_us(fam.kernel, outputs, ctx)
+        _, members, bound = bounded
         bests = [b[0] for m in members if (b := best_assignment(m, H100)) is not None]
         if len(members) >= 20:
             assert bound == 0.0
